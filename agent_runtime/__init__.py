@@ -1,0 +1,60 @@
+"""agent-runtime: a runtime for GUI agents.
+
+The public surface is :data:`__all__`; heavy parts (torch, chromadb, adbutils, pyautogui) load
+only when used.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from agent_runtime.actions import Action, ActionResult, parse_action
+from agent_runtime.config import RuntimeConfig, load_config
+from agent_runtime.coords import CoordMapper, CoordSpace, Size, smart_resize
+from agent_runtime.device import Device, DeviceInfo
+from agent_runtime.devices.registry import resolve_device
+from agent_runtime.errors import (
+    ActionParseError,
+    AgentRuntimeError,
+    ConfigError,
+    DependencyError,
+    DeviceError,
+    DeviceNotFoundError,
+    ModelError,
+    ParseError,
+    TaskError,
+    TraceError,
+    TrainingError,
+)
+from agent_runtime.observation import Observation, UIElement, compress_ui_xml, parse_ui_xml
+
+__all__ = [
+    "Action",
+    "ActionParseError",
+    "ActionResult",
+    "AgentRuntimeError",
+    "ConfigError",
+    "CoordMapper",
+    "CoordSpace",
+    "DependencyError",
+    "Device",
+    "DeviceError",
+    "DeviceInfo",
+    "DeviceNotFoundError",
+    "ModelError",
+    "Observation",
+    "ParseError",
+    "RuntimeConfig",
+    "Size",
+    "TaskError",
+    "TraceError",
+    "TrainingError",
+    "UIElement",
+    "__version__",
+    "compress_ui_xml",
+    "load_config",
+    "parse_action",
+    "parse_ui_xml",
+    "resolve_device",
+    "smart_resize",
+]

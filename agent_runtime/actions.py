@@ -1,0 +1,329 @@
+"""The one action schema: every action a role can emit and a device can execute.
+
+Actions are a pydantic discriminated union on the ``action`` field, in the Mobile-Agent-v3 /
+GUI-Owl JSON form (``{"action": "click", "coordinate": [x, y]}``). Coordinates in an action
+parsed from a model are in the *model's* coordinate space; :func:`to_screen` maps them to screen
+pixels (see :mod:`agent_runtime.coords`). Devices only ever receive screen-pixel actions.
+
+Parsing accepts both the Mobile-Agent-v3 object and GUI-Owl ``mobile_use``/``computer_use`` tool
+calls (``{"name": "mobile_use", "arguments": {...}}``), plus a few common aliases, and raises
+:class:`~agent_runtime.errors.ActionParseError` naming the bad field.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+
+from agent_runtime.coords import CoordMapper
+from agent_runtime.errors import ActionParseError, ParseError
+from agent_runtime.jsonish import extract_json_object
+
+
+def _point(value: Any) -> Any:
+    """Accept ``[x, y]``, ``(x, y)``, ``"[x, y]"``, ``"x, y"`` and ``{"x":…, "y":…}``."""
+    if isinstance(value, str):
+        text = value.strip().strip("()[]")
+        parts = [p for p in text.replace(",", " ").split() if p]
+        value = parts
+    if isinstance(value, dict) and {"x", "y"} <= value.keys():
+        value = [value["x"], value["y"]]
+    if isinstance(value, list | tuple) and len(value) == 4:
+        # A bounding box: act on its centre.
+        x1, y1, x2, y2 = (float(v) for v in value)
+        value = [(x1 + x2) / 2, (y1 + y2) / 2]
+    return value
+
+
+def _flag(value: Any) -> Any:
+    """GUI-Owl sends ``clear``/``enter`` as 0/1; accept booleans, ints and "true"/"1" strings."""
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes"}
+    return value
+
+
+Point = Annotated[tuple[float, float], BeforeValidator(_point)]
+Flag = Annotated[bool, BeforeValidator(_flag)]
+
+
+class _Action(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def to_json(self) -> dict[str, Any]:
+        """The Mobile-Agent-v3 JSON form (what a model is asked to write)."""
+        return self.model_dump(mode="json", exclude_defaults=False)
+
+    def points(self) -> dict[str, tuple[float, float]]:
+        """Coordinate fields of this action, by field name."""
+        return {
+            name: getattr(self, name)
+            for name in ("coordinate", "coordinate2")
+            if getattr(self, name, None) is not None
+        }
+
+
+class Click(_Action):
+    action: Literal["click"] = "click"
+    coordinate: Point
+
+
+class LongPress(_Action):
+    action: Literal["long_press"] = "long_press"
+    coordinate: Point
+    duration_ms: int = Field(800, ge=1, le=10_000)
+
+
+class Swipe(_Action):
+    action: Literal["swipe"] = "swipe"
+    coordinate: Point
+    coordinate2: Point
+    duration_ms: int = Field(500, ge=1, le=10_000)
+
+
+class Type(_Action):
+    """Type ``text`` into the focused field; ``clear`` empties it first, ``enter`` submits after."""
+
+    action: Literal["type"] = "type"
+    text: str
+    clear: Flag = False
+    enter: Flag = False
+
+
+class Key(_Action):
+    """Press keys together (``["ctrl", "c"]``) or one named key (mobile ``key {text}``)."""
+
+    action: Literal["key"] = "key"
+    keys: list[str] = Field(min_length=1)
+
+
+class SystemButton(_Action):
+    action: Literal["system_button"] = "system_button"
+    button: Literal["Back", "Home", "Menu", "Enter"]
+
+
+class OpenApp(_Action):
+    """Open an app by its *name* (label) — the device resolves it to a package."""
+
+    action: Literal["open_app"] = "open_app"
+    text: str = Field(min_length=1)
+
+
+class Wait(_Action):
+    action: Literal["wait"] = "wait"
+    time: float = Field(1.0, ge=0, le=60)
+
+
+class Answer(_Action):
+    """Answer the user's question; the text becomes the run's answer."""
+
+    action: Literal["answer"] = "answer"
+    text: str
+
+
+class Terminate(_Action):
+    action: Literal["terminate"] = "terminate"
+    status: Literal["success", "failure"]
+
+
+class Scroll(_Action):
+    """Scroll by ``pixels`` wheel notches (−5..5, positive = up) at ``coordinate`` (or the centre)."""
+
+    action: Literal["scroll"] = "scroll"
+    pixels: int = Field(ge=-50, le=50)
+    coordinate: Point | None = None
+
+
+class Drag(_Action):
+    action: Literal["drag"] = "drag"
+    coordinate: Point
+    coordinate2: Point
+
+
+class DoubleClick(_Action):
+    action: Literal["double_click"] = "double_click"
+    coordinate: Point
+
+
+class RightClick(_Action):
+    action: Literal["right_click"] = "right_click"
+    coordinate: Point
+
+
+class MiddleClick(_Action):
+    action: Literal["middle_click"] = "middle_click"
+    coordinate: Point
+
+
+class MouseMove(_Action):
+    action: Literal["mouse_move"] = "mouse_move"
+    coordinate: Point
+
+
+Action = Annotated[
+    Click
+    | LongPress
+    | Swipe
+    | Type
+    | Key
+    | SystemButton
+    | OpenApp
+    | Wait
+    | Answer
+    | Terminate
+    | Scroll
+    | Drag
+    | DoubleClick
+    | RightClick
+    | MiddleClick
+    | MouseMove,
+    Field(discriminator="action"),
+]
+
+_ADAPTER: TypeAdapter[Action] = TypeAdapter(Action)
+ACTION_TYPES: tuple[str, ...] = tuple(sorted(_ADAPTER.json_schema()["discriminator"]["mapping"]))
+
+#: Names models use for our actions.
+_ALIASES = {
+    "tap": "click",
+    "left_click": "click",
+    "long_click": "long_press",
+    "input_text": "type",
+    "input": "type",
+    "hotkey": "key",
+    "press": "key",
+    "launch_app": "open_app",
+    "open": "open_app",
+    "left_click_drag": "drag",
+    "done": "terminate",
+}
+#: Field names models use for our fields.
+_FIELD_ALIASES = {"point": "coordinate", "start": "coordinate", "end": "coordinate2", "app": "text"}
+_BUTTONS = {"back": "Back", "home": "Home", "menu": "Menu", "enter": "Enter"}
+
+
+def _normalise(obj: dict[str, Any]) -> dict[str, Any]:
+    data = dict(obj)
+    if "action_type" in data and "action" not in data:
+        data["action"] = data.pop("action_type")
+    kind = data.get("action")
+    if not isinstance(kind, str):
+        raise ActionParseError(
+            f"action object needs a string 'action' field, got {kind!r}",
+            field="action",
+            hint=f"use one of: {', '.join(ACTION_TYPES)}",
+        )
+    kind = _ALIASES.get(kind.strip().lower(), kind.strip().lower())
+    data["action"] = kind
+    for old, new in _FIELD_ALIASES.items():
+        if old in data and new not in data:
+            data[new] = data.pop(old)
+    if kind == "key":
+        if "keys" not in data and "text" in data:
+            text = data.pop("text")
+            data["keys"] = [text] if isinstance(text, str) else text
+        if isinstance(data.get("keys"), str):
+            data["keys"] = [k for k in data["keys"].replace("+", " ").split() if k]
+    if kind == "system_button" and isinstance(data.get("button"), str):
+        data["button"] = _BUTTONS.get(data["button"].strip().lower(), data["button"])
+    if kind == "terminate" and isinstance(data.get("status"), str):
+        data["status"] = data["status"].strip().lower()
+    return data
+
+
+def parse_action(obj: dict[str, Any] | str) -> Action:
+    """Parse an action from a dict, a JSON string, or a GUI-Owl tool call.
+
+    >>> parse_action({"action": "click", "coordinate": [10, 20]})
+    Click(action='click', coordinate=(10.0, 20.0))
+    >>> parse_action('{"name": "mobile_use", "arguments": {"action": "system_button", "button": "back"}}')
+    SystemButton(action='system_button', button='Back')
+    """
+    if isinstance(obj, str):
+        try:
+            obj = extract_json_object(obj)
+        except ParseError as exc:
+            raise ActionParseError(exc.message, field="action", hint=exc.hint) from None
+    if not isinstance(obj, dict):
+        raise ActionParseError(f"an action must be a JSON object, got {type(obj).__name__}", field="action")
+    if "arguments" in obj and isinstance(obj.get("name"), str):
+        args = obj["arguments"]
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except json.JSONDecodeError:
+                args = extract_json_object(args)
+        if not isinstance(args, dict):
+            raise ActionParseError("tool call 'arguments' must be an object", field="arguments")
+        obj = args
+    data = _normalise(obj)
+    if data["action"] not in ACTION_TYPES:
+        raise ActionParseError(
+            f"unknown action {data['action']!r}",
+            field="action",
+            hint=f"use one of: {', '.join(ACTION_TYPES)}",
+        )
+    try:
+        return _ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [str(p) for p in err["loc"] if str(p) != data["action"]]
+        field = loc[0] if loc else "action"
+        raise ActionParseError(
+            f"invalid '{data['action']}' action: field '{field}': {err['msg']}",
+            field=field,
+        ) from None
+
+
+def to_screen(action: Action, mapper: CoordMapper) -> Action:
+    """Map every coordinate of ``action`` from the model's space to screen pixels."""
+    points = action.points()
+    if not points:
+        return action
+    return action.model_copy(update={k: mapper.to_screen(*v) for k, v in points.items()})
+
+
+class ActionResult(BaseModel):
+    """What a device reports after executing an action."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ok: bool
+    message: str = ""
+    error: str | None = None
+    duration_ms: float = 0.0
+    data: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def success(cls, message: str = "", **data: Any) -> ActionResult:
+        return cls(ok=True, message=message, data=data)
+
+    @classmethod
+    def failure(cls, error: str, **data: Any) -> ActionResult:
+        return cls(ok=False, error=error, data=data)
+
+
+__all__ = [
+    "ACTION_TYPES",
+    "Action",
+    "ActionResult",
+    "Answer",
+    "Click",
+    "DoubleClick",
+    "Drag",
+    "Key",
+    "LongPress",
+    "MiddleClick",
+    "MouseMove",
+    "OpenApp",
+    "RightClick",
+    "Scroll",
+    "Swipe",
+    "SystemButton",
+    "Terminate",
+    "Type",
+    "Wait",
+    "parse_action",
+    "to_screen",
+]

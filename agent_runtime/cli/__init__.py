@@ -1,0 +1,86 @@
+"""The ``agent-runtime`` command line (typer + rich).
+
+Thin by design: each command lives in its own module under ``agent_runtime/cli/`` with a
+``register(app)`` function, imports its heavy dependencies inside the command, and turns
+:class:`~agent_runtime.errors.AgentRuntimeError` into a one-paragraph message and exit code 2
+(usage/config) — never a bare traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from agent_runtime import __version__
+from agent_runtime.errors import AgentRuntimeError, ConfigError, DependencyError
+
+console = Console(stderr=True)
+
+app = typer.Typer(
+    name="agent-runtime",
+    help="Run GUI agents on phones, desktops and SimPhone; trace every role call; retrain roles.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+#: Modules that add commands; each has ``register(app: typer.Typer) -> None``.
+COMMAND_MODULES = [
+    "agent_runtime.cli.setup",
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"agent-runtime {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """agent-runtime: Manager/Worker/Reflector/Notetaker/RAG agents with traces and trainers."""
+
+
+def report_error(exc: AgentRuntimeError) -> int:
+    """Print an error for a person and return the exit code it maps to."""
+    console.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+    if exc.context:
+        console.print("  " + ", ".join(f"{k}={v}" for k, v in exc.context.items()), highlight=False)
+    if exc.hint:
+        console.print(f"  [bold]hint:[/] {exc.hint}", highlight=False)
+    return 2 if isinstance(exc, ConfigError | DependencyError) else 1
+
+
+def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator for command bodies: AgentRuntimeError → message + exit code, no traceback."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AgentRuntimeError as exc:
+            raise typer.Exit(report_error(exc)) from None
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted[/]")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(_module).register(app)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(app())

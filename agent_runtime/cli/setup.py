@@ -1,0 +1,127 @@
+"""``agent-runtime init`` and ``agent-runtime doctor``: get a working setup and prove it."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Annotated
+
+import httpx
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from agent_runtime.config import DEFAULT_CONFIG_NAME, EXAMPLE_CONFIG, ROLES, ModelConfig, RuntimeConfig, load_config
+from agent_runtime.devices.registry import check_backend, split_spec
+from agent_runtime.errors import AgentRuntimeError
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="Config file (default: ./agent-runtime.toml).")]
+
+#: extra -> the import names it provides, for doctor's table.
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "android": ("adbutils",),
+    "desktop": ("pyautogui", "mss"),
+    "rag": ("chromadb", "ddgs", "sentence_transformers"),
+    "train": ("torch", "transformers", "trl", "peft", "accelerate", "datasets"),
+    "serve": ("fastapi", "uvicorn"),
+    "ray": ("ray",),
+}
+
+
+def probe_model(cfg: ModelConfig, timeout_s: float = 5.0) -> tuple[bool, str]:
+    """Check that a model is usable: ``GET /models`` on an endpoint, or the path of an in-process one."""
+    if cfg.in_process:
+        kind, _, where = cfg.model.partition(":")
+        if kind == "transformers" and not Path(where).expanduser().exists():
+            return False, f"{where} does not exist"
+        missing = [p for p in ("torch", "transformers") if importlib.util.find_spec(p) is None]
+        if missing:
+            return False, f"needs {', '.join(missing)}: pip install 'agent-runtime[train]'"
+        return True, f"in-process {cfg.model}"
+    url = f"{(cfg.base_url or '').rstrip('/')}/models"
+    try:
+        resp = httpx.get(url, headers={"Authorization": f"Bearer {cfg.api_key}"}, timeout=timeout_s)
+        resp.raise_for_status()
+        ids = [m.get("id", "?") for m in resp.json().get("data", [])]
+    except (httpx.HTTPError, ValueError) as exc:
+        return False, f"{url}: {type(exc).__name__}: {exc}".strip()
+    if not ids:
+        return False, f"{url} lists no models"
+    if cfg.model != "auto" and cfg.model not in ids:
+        return False, f"{cfg.model!r} not served (served: {', '.join(ids)})"
+    return True, f"{cfg.base_url} serves {', '.join(ids)}"
+
+
+def run_doctor(config: RuntimeConfig | None, config_error: AgentRuntimeError | None) -> tuple[Table, bool]:
+    """Build the doctor table; return it and whether everything needed passed."""
+    table = Table(title="agent-runtime doctor")
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("detail", overflow="fold")
+    ok_all = True
+
+    def row(name: str, ok: bool, detail: str, required: bool = True) -> None:
+        nonlocal ok_all
+        status = "[green]ok[/]" if ok else ("[red]FAIL[/]" if required else "[yellow]missing[/]")
+        table.add_row(name, status, detail)
+        if required and not ok:
+            ok_all = False
+
+    row("config", config_error is None, str(config_error) if config_error else "valid")
+    if config is not None:
+        probed: dict[str, tuple[bool, str]] = {}
+        for role in ROLES:
+            if not config.role(role).enabled:
+                row(f"role {role}", True, "disabled")
+                continue
+            try:
+                cfg = config.model_for(role)
+            except AgentRuntimeError as exc:
+                row(f"role {role}", False, str(exc))
+                continue
+            key = f"{cfg.base_url}|{cfg.model}"
+            if key not in probed:
+                probed[key] = probe_model(cfg)
+            ok, detail = probed[key]
+            row(f"role {role}", ok, detail)
+        try:
+            kind, _ = split_spec(config.device.spec)
+            check_backend(kind)
+            row("device", True, config.device.spec)
+        except AgentRuntimeError as exc:
+            row("device", False, str(exc))
+    for extra, packages in EXTRAS.items():
+        missing = [p for p in packages if importlib.util.find_spec(p) is None]
+        row(f"extra \\[{extra}]", not missing, "installed" if not missing else f"missing {', '.join(missing)}",
+            required=False)
+    return table, ok_all
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def init(
+        path: Annotated[Path, typer.Argument(help="Where to write the config.")] = Path(DEFAULT_CONFIG_NAME),
+        force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    ) -> None:
+        """Write a commented example configuration."""
+        if path.exists() and not force:
+            Console(stderr=True).print(f"[red]error:[/] {path} exists; pass --force to overwrite")
+            raise typer.Exit(2)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(EXAMPLE_CONFIG, encoding="utf-8")
+        print(f"wrote {path}")
+
+    @app.command()
+    def doctor(config: ConfigOpt = None) -> None:
+        """Check the config, each role's model endpoint, the device spec and installed extras."""
+        cfg: RuntimeConfig | None = None
+        error: AgentRuntimeError | None = None
+        try:
+            cfg = load_config(config)
+        except AgentRuntimeError as exc:
+            error = exc
+        table, ok = run_doctor(cfg, error)
+        Console().print(table)
+        if not ok:
+            Console(stderr=True).print("[red]doctor found problems[/] (see FAIL rows above)")
+            raise typer.Exit(1)

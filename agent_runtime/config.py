@@ -1,0 +1,297 @@
+"""The runtime configuration: one TOML file, validated, with ``AGENT_RUNTIME_*`` overrides.
+
+Where it is read from, first match wins: ``--config FILE``; ``./agent-runtime.toml``;
+``~/.config/agent-runtime/config.toml``; built-in defaults. Environment variables override the
+file: ``AGENT_RUNTIME_GRAPH__MAX_STEPS=10``, ``AGENT_RUNTIME_MODELS__LOCAL__BASE_URL=…``
+(``__`` separates nesting levels). Unknown keys are errors, and an invalid file is reported
+with one line per problem, each naming its key path.
+
+Roles name a model from ``[models.NAME]`` (``model = "NAME"``) or define one inline: a role
+table with a ``base_url`` is an inline model whose ``model`` is the served model id.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from agent_runtime.coords import DEFAULT_MAX_PIXELS, DEFAULT_MIN_PIXELS, CoordSpace, ImageBudget
+from agent_runtime.errors import ConfigError
+
+ROLES = ("manager", "worker", "reflector", "notetaker", "rag")
+Role = Literal["manager", "worker", "reflector", "notetaker", "rag"]
+DEFAULT_CONFIG_NAME = "agent-runtime.toml"
+USER_CONFIG = Path("~/.config/agent-runtime/config.toml")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelConfig(_Strict):
+    """One model endpoint.
+
+    ``base_url`` is an OpenAI-compatible API (vLLM, SGLang, Ollama, ``agent-runtime serve``).
+    ``model`` is the served model id; ``"auto"`` takes the first id the endpoint lists.
+    ``model = "transformers:/path"`` runs a local model in-process instead (no ``base_url``).
+    """
+
+    base_url: str | None = Field("http://127.0.0.1:8000/v1", description="OpenAI-compatible endpoint")
+    model: str = Field("auto", description="served model id, 'auto', or 'transformers:/path'")
+    api_key: str = Field("EMPTY", description="bearer token (never written to traces)")
+    coords: CoordSpace = Field(CoordSpace.PIXELS_RESIZED, description="the space the model answers in")
+    min_pixels: int = Field(DEFAULT_MIN_PIXELS, gt=0)
+    max_pixels: int = Field(DEFAULT_MAX_PIXELS, gt=0)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(1024, gt=0)
+    timeout_s: float = Field(120.0, gt=0)
+    retries: int = Field(3, ge=0, le=10)
+
+    @property
+    def budget(self) -> ImageBudget:
+        return ImageBudget(min_pixels=self.min_pixels, max_pixels=self.max_pixels)
+
+    @property
+    def in_process(self) -> bool:
+        return self.model.startswith(("transformers:", "gguf:"))
+
+    def public(self) -> dict[str, Any]:
+        """This config without secrets, for run.json."""
+        return self.model_dump(mode="json", exclude={"api_key"})
+
+
+class RoleConfig(_Strict):
+    """A role's binding: a model by name or inline fields, plus per-role options."""
+
+    model: str | None = Field(None, description="a [models.NAME] entry, or the served id when base_url is set")
+    base_url: str | None = None
+    api_key: str | None = None
+    coords: CoordSpace | None = None
+    min_pixels: int | None = Field(None, gt=0)
+    max_pixels: int | None = Field(None, gt=0)
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(None, gt=0)
+    timeout_s: float | None = Field(None, gt=0)
+    retries: int | None = Field(None, ge=0, le=10)
+    prompt: Path | None = Field(None, description="a prompt template file overriding the built-in one")
+    enabled: bool = Field(True, description="notetaker and rag can be switched off")
+
+    def overrides(self) -> dict[str, Any]:
+        fields = set(ModelConfig.model_fields) - {"model", "base_url"}
+        return {k: v for k, v in self.model_dump().items() if k in fields and v is not None}
+
+
+class GraphConfig(_Strict):
+    """Loop limits of the agent graph."""
+
+    name: Literal["mobile_agent_v3"] = "mobile_agent_v3"
+    max_steps: int = Field(25, ge=1, le=1000, description="hard step budget")
+    stuck_after: int = Field(2, ge=1, description="consecutive failures that show the Potentially Stuck block")
+    give_up_after: int = Field(3, ge=1, description="further consecutive failures that end the run")
+    repeat_limit: int = Field(4, ge=2, description="identical actions in a row that count as a stalemate")
+    reask: int = Field(2, ge=0, le=5, description="re-asks with the parse error appended before a format failure")
+
+
+class DeviceConfig(_Strict):
+    spec: str = Field("simphone", description="simphone[:SEED] | adb[:SERIAL] | desktop[:DISPLAY]")
+    options: dict[str, Any] = Field(default_factory=dict, description="backend options (waits, monitor, …)")
+
+
+class RunsConfig(_Strict):
+    dir: Path = Field(Path("./runs"), description="where run directories are written")
+
+
+class MemoryConfig(_Strict):
+    """Retrieval for the RAG node (extra ``rag``)."""
+
+    dir: Path = Field(Path("~/.local/share/agent-runtime/memory"), description="chromadb persistent store")
+    embedding_model: str | None = Field(None, description="sentence-transformers path; default: bundled MiniLM")
+    web_search: bool = Field(False, description="query the web (ddgs) for knowledge")
+    web_backend: str = Field("duckduckgo", description="one ddgs backend, for a hard time bound")
+    web_timeout_s: float = Field(5.0, gt=0)
+    k: int = Field(3, ge=1, le=50)
+    threshold: float = Field(0.35, ge=0.0, le=1.0, description="minimum similarity of experience hits")
+    experience: bool = Field(True, description="store and recall guidance from finished runs")
+    sensitive: list[str] = Field(default_factory=list, description="values redacted from traces")
+
+
+class RuntimeConfig(BaseSettings):
+    """The whole configuration. Build it with :func:`load_config`, or directly in Python."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="AGENT_RUNTIME_", env_nested_delimiter="__", extra="forbid", validate_assignment=True
+    )
+
+    models: dict[str, ModelConfig] = Field(default_factory=lambda: {"default": ModelConfig()})
+    roles: dict[Role, RoleConfig] = Field(default_factory=dict)
+    graph: GraphConfig = GraphConfig()
+    device: DeviceConfig = DeviceConfig()
+    runs: RunsConfig = RunsConfig()
+    memory: MemoryConfig = MemoryConfig()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Environment first: it overrides the file (passed as init kwargs).
+        return env_settings, init_settings
+
+    @model_validator(mode="after")
+    def _check_refs(self) -> RuntimeConfig:
+        for name, role in self.roles.items():
+            if role.base_url is None and role.model is not None and role.model not in self.models:
+                known = ", ".join(sorted(self.models)) or "none"
+                raise ValueError(f"roles.{name}.model names unknown model {role.model!r} (defined: {known})")
+        return self
+
+    def role(self, name: Role) -> RoleConfig:
+        return self.roles.get(name) or RoleConfig()
+
+    def model_for(self, role: Role) -> ModelConfig:
+        """The effective model config of a role (named model + the role's overrides)."""
+        rc = self.role(role)
+        if rc.base_url is not None:
+            base = ModelConfig(base_url=rc.base_url, model=rc.model or "auto")
+        elif rc.model is not None:
+            base = self.models[rc.model]
+        elif "default" in self.models:
+            base = self.models["default"]
+        elif len(self.models) == 1:
+            base = next(iter(self.models.values()))
+        else:
+            raise ConfigError(
+                f"role {role!r} names no model and there is no [models.default]",
+                hint=f'add model = "NAME" under [roles.{role}]',
+            )
+        return base.model_copy(update=rc.overrides())
+
+    def public(self) -> dict[str, Any]:
+        """A JSON-safe snapshot without secrets (api keys), for run.json."""
+        data = self.model_dump(mode="json")
+        for m in data["models"].values():
+            m.pop("api_key", None)
+        for r in data["roles"].values():
+            r.pop("api_key", None)
+        data["memory"].pop("sensitive", None)
+        return data
+
+
+def _format_errors(exc: ValidationError, source: str) -> ConfigError:
+    lines = []
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"  {path}: {msg}")
+    return ConfigError(
+        f"invalid configuration in {source} ({len(lines)} problem{'s' * (len(lines) != 1)}):\n" + "\n".join(lines),
+        hint="run 'agent-runtime init' for a commented example",
+    )
+
+
+def find_config(path: Path | str | None = None) -> Path | None:
+    """The config file that applies, or None for built-in defaults."""
+    if path is not None:
+        p = Path(path).expanduser()
+        if not p.is_file():
+            raise ConfigError(f"config file {p} does not exist", hint="run 'agent-runtime init' to write one")
+        return p
+    for candidate in (Path(DEFAULT_CONFIG_NAME), USER_CONFIG.expanduser()):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(path: Path | str | None = None, **overrides: Any) -> RuntimeConfig:
+    """Read, merge and validate the configuration; raise :class:`ConfigError` on any problem."""
+    found = find_config(path)
+    data: dict[str, Any] = {}
+    if found is not None:
+        try:
+            data = tomllib.loads(found.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{found} is not valid TOML: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read {found}: {exc}") from None
+    for dotted, value in overrides.items():
+        if value is None:
+            continue
+        node = data
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    try:
+        return RuntimeConfig(**data)
+    except ValidationError as exc:
+        raise _format_errors(exc, str(found or "defaults/environment")) from None
+
+
+EXAMPLE_CONFIG = '''\
+# agent-runtime configuration. Every key is optional; values shown are the defaults unless noted.
+# Environment variables override this file: AGENT_RUNTIME_GRAPH__MAX_STEPS=10,
+# AGENT_RUNTIME_MODELS__DEFAULT__BASE_URL=http://gpu-box:8000/v1 ("__" separates levels).
+
+# A model endpoint. Any OpenAI-compatible server works: `vllm serve`, SGLang, Ollama, or
+# `agent-runtime serve --backend transformers --model DIR`.
+[models.default]
+base_url = "http://127.0.0.1:8000/v1"
+model = "auto"                # the served model id; "auto" = the first one the server lists
+api_key = "EMPTY"
+coords = "pixels_resized"     # pixels | pixels_resized (GUI-Owl, Qwen2.5-VL) | relative_1000 | normalized
+min_pixels = 3136
+max_pixels = 10035200         # 12800 * 28 * 28
+temperature = 0.0
+max_tokens = 1024
+timeout_s = 120
+retries = 3
+
+# Roles use [models.default] unless they name another model or define one inline.
+[roles.manager]
+model = "default"
+
+[roles.worker]
+model = "default"
+
+# An inline model: a role table with base_url defines its own endpoint (model = served id).
+# [roles.reflector]
+# base_url = "http://127.0.0.1:8001/v1"
+# model = "qwen2.5-vl-7b"
+
+[roles.notetaker]
+enabled = true
+
+[roles.rag]
+enabled = true
+
+[graph]
+name = "mobile_agent_v3"
+max_steps = 25
+stuck_after = 2               # consecutive failures before the "Potentially Stuck" block
+give_up_after = 3             # further consecutive failures that end the run
+repeat_limit = 4              # identical actions in a row that count as a stalemate
+reask = 2                     # re-asks with the parse error appended before a format failure
+
+[device]
+spec = "simphone"             # simphone[:SEED] | adb[:SERIAL] | desktop[:DISPLAY]
+
+[runs]
+dir = "./runs"
+
+[memory]
+dir = "~/.local/share/agent-runtime/memory"
+web_search = false
+k = 3
+threshold = 0.35
+experience = true
+'''

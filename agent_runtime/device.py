@@ -1,0 +1,79 @@
+"""The device contract: anything that can be looked at and acted on.
+
+A device is used by one runtime at a time and is **not** thread-safe. The async variants run the
+blocking call in a worker thread (``asyncio.to_thread``); that is the whole thread-offloading rule,
+so a backend only ever implements the synchronous methods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from types import TracebackType
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_runtime.actions import Action, ActionResult
+from agent_runtime.coords import Size
+from agent_runtime.observation import Observation
+
+
+class DeviceInfo(BaseModel):
+    """What a run records about its device."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    spec: str
+    screen: Size
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Device(ABC):
+    """Observe a screen, execute actions in screen pixels.
+
+    Implementations: SimPhone (``simphone``), Android over adb (``adb``), X11 desktops (``desktop``).
+    ``execute`` reports action failures the device itself detected (unknown app, field not
+    focused) as ``ActionResult(ok=False)``; a lost connection raises :class:`DeviceError`.
+    """
+
+    #: The spec prefix this backend answers to (``simphone``, ``adb``, ``desktop``).
+    kind: ClassVar[str]
+    #: Which actions the backend supports; the Worker prompt lists only these.
+    platform: ClassVar[str] = "mobile"
+
+    @property
+    @abstractmethod
+    def screen_size(self) -> Size:
+        """The screenshot size in pixels — the space every action's coordinates are in."""
+
+    @abstractmethod
+    def observe(self) -> Observation:
+        """Take a screenshot (and UI tree, where the device has one)."""
+
+    @abstractmethod
+    def execute(self, action: Action) -> ActionResult:
+        """Perform one screen-pixel action and wait until the UI settles."""
+
+    @abstractmethod
+    def info(self) -> DeviceInfo:
+        """Identity and screen of the device, for traces."""
+
+    def close(self) -> None:
+        """Release connections. Backends without resources keep this default."""
+        return None
+
+    async def aobserve(self) -> Observation:
+        return await asyncio.to_thread(self.observe)
+
+    async def aexecute(self, action: Action) -> ActionResult:
+        return await asyncio.to_thread(self.execute, action)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
