@@ -1,0 +1,79 @@
+"""The typed output of each role — the contract between parsers, the graph, traces and trainers.
+
+Each role's parser (``agent_runtime/roles/<role>.py``) turns model text into one of these or raises
+:class:`~agent_runtime.errors.ParseError`. Formats follow Mobile-Agent-v3 / GUI-Owl, so released
+GUI-Owl checkpoints work unmodified.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_runtime.actions import Action
+
+
+class _Output(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ManagerOutput(_Output):
+    """Manager: the plan. ``finished`` is True when the plan says Finished (or is empty)."""
+
+    thought: str = ""
+    completed: list[str] = Field(default_factory=list, description="Historical Operations, newest first")
+    plan: list[str] = Field(default_factory=list, description="pending subgoals, in order")
+    finished: bool = False
+
+    @property
+    def current_subgoal(self) -> str:
+        return self.plan[0] if self.plan else ""
+
+
+class WorkerOutput(_Output):
+    """Worker: one action in the *model's* coordinate space, plus why and what it should do."""
+
+    thought: str = ""
+    action: Action
+    raw_action: dict = Field(default_factory=dict, description="the action object exactly as the model wrote it")
+    description: str = ""
+
+
+class Outcome(StrEnum):
+    """Reflector verdicts: A success/partial, B wrong page (go back), C no change."""
+
+    A = "A"
+    B = "B"
+    C = "C"
+
+
+class ReflectorOutput(_Output):
+    outcome: Outcome
+    error_description: str = ""
+
+    @property
+    def success(self) -> bool:
+        return self.outcome is Outcome.A
+
+    @property
+    def verdict(self) -> Literal["SUCCESS", "FAILURE"]:
+        return "SUCCESS" if self.success else "FAILURE"
+
+
+class NotetakerOutput(_Output):
+    """The full updated notes (they replace the previous ones)."""
+
+    notes: str = ""
+
+
+class RagOutput(_Output):
+    """RAG: the queries asked and the summarised knowledge handed to the Manager's first plan."""
+
+    queries: list[str] = Field(default_factory=list)
+    knowledge: str = ""
+    sources: list[str] = Field(default_factory=list)
+
+
+RoleOutput = ManagerOutput | WorkerOutput | ReflectorOutput | NotetakerOutput | RagOutput

@@ -1,0 +1,260 @@
+"""Per-run traces: the records every role call and step leave behind, and the reader trainers use.
+
+A run directory looks like::
+
+    RUNS_DIR/<run_id>/
+        run.json        RunRecord — task, config snapshot (no secrets), device, models, status, totals
+        steps.jsonl     one StepRecord per executed step
+        calls.jsonl     one CallRecord per role call (including re-asks)
+        screens/NNNN.png  observation N (0 = before step 0; N+1 = after step N)
+        checkpoint.sqlite LangGraph checkpoints (resume)
+
+JSONL files are append-only and flushed after every record, so a killed process leaves every
+finished line readable; :func:`load_run` skips a torn last line instead of failing.
+Images inside recorded messages are stored as references (``{"type": "image_ref", "ref":
+"screens/0003.png", "size": [w, h]}``, ``size`` being what the model saw after smart_resize).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent_runtime.errors import TraceError
+
+SCHEMA_VERSION = 1
+
+RunStatus = Literal[
+    "running",  # in progress (or killed: check for a checkpoint and resume)
+    "completed",  # the plan finished or the agent answered/terminated with success
+    "failed",  # the agent terminated with failure
+    "gave_up",  # stalemate: too many consecutive failures or repeated actions
+    "max_steps",  # step budget exhausted
+    "error",  # an infrastructure error stopped the run (dead model server, lost device)
+]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int = SCHEMA_VERSION
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+
+class CallRecord(_Record):
+    """One model call by one role. Re-asks after a parse error are separate records (``attempt``)."""
+
+    run_id: str
+    step: int = Field(description="step index; -1 for calls before the first step (RAG, Manager init)")
+    role: str
+    model: str = ""
+    attempt: int = 0
+    messages: list[dict[str, Any]] = Field(default_factory=list, description="OpenAI-style, images as refs")
+    completion: str = ""
+    parsed: dict[str, Any] | None = None
+    parse_error: str | None = None
+    latency_ms: float = 0.0
+    usage: Usage = Usage()
+    started_at: float = Field(default_factory=time.time)
+    extra: dict[str, Any] = Field(default_factory=dict, description="token ids, logprobs, … when recorded")
+
+    @property
+    def valid(self) -> bool:
+        return self.parse_error is None and self.parsed is not None
+
+
+class Verdict(BaseModel):
+    outcome: Literal["A", "B", "C"]
+    success: bool
+    feedback: str = ""
+
+
+class StepRecord(_Record):
+    """One executed step: what the Worker did and what came of it."""
+
+    step: int
+    subgoal: str = ""
+    plan: list[str] = Field(default_factory=list)
+    completed: list[str] = Field(default_factory=list)
+    thought: str = ""
+    description: str = ""
+    before_screen: str | None = None
+    after_screen: str | None = None
+    action: dict[str, Any] | None = Field(None, description="as the model wrote it (model coordinates)")
+    action_screen: dict[str, Any] | None = Field(None, description="the executed action in screen pixels")
+    action_result: dict[str, Any] | None = None
+    verdict: Verdict | None = None
+    notes: str = ""
+    format_failure: bool = Field(False, description="the Worker never produced a parseable action")
+    timings_ms: dict[str, float] = Field(default_factory=dict, description="per part, incl. critical_path")
+    critic: dict[str, Any] | None = Field(None, description="step-critic label, filled in by `judge`")
+
+
+class RunRecord(_Record):
+    """run.json — rewritten atomically whenever the run's status changes."""
+
+    run_id: str
+    task: str
+    status: RunStatus = "running"
+    success: bool | None = None
+    answer: str | None = None
+    steps: int = 0
+    created_at: float = Field(default_factory=time.time)
+    finished_at: float | None = None
+    device: dict[str, Any] = Field(default_factory=dict)
+    models: dict[str, dict[str, Any]] = Field(default_factory=dict, description="role -> model id, coords, …")
+    config: dict[str, Any] = Field(default_factory=dict, description="public config snapshot, no secrets")
+    timings: dict[str, float] = Field(default_factory=dict)
+    tokens: Usage = Usage()
+    error: dict[str, Any] | None = None
+    eval: dict[str, Any] | None = Field(None, description="task name, seed, task_success when run by eval")
+    critic: dict[str, Any] | None = Field(None, description="trajectory-critic labels, filled in by `judge`")
+
+
+def new_run_id() -> str:
+    """Sortable, unique: ``20261122-063001-3f2a9c``."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+class TraceWriter:
+    """Writes one run directory. Not thread-safe across processes; one writer per run."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.dir = Path(run_dir)
+        (self.dir / "screens").mkdir(parents=True, exist_ok=True)
+        self._steps = open(self.dir / "steps.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        self._calls = open(self.dir / "calls.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+
+    def write_run(self, record: RunRecord) -> None:
+        tmp = self.dir / "run.json.tmp"
+        tmp.write_text(record.model_dump_json(indent=2), encoding="utf-8")
+        os.replace(tmp, self.dir / "run.json")
+
+    @staticmethod
+    def _append(fh: Any, record: BaseModel) -> None:
+        fh.write(record.model_dump_json() + "\n")
+        fh.flush()
+
+    def append_step(self, record: StepRecord) -> None:
+        self._append(self._steps, record)
+
+    def append_call(self, record: CallRecord) -> None:
+        self._append(self._calls, record)
+
+    def save_screen(self, index: int, png: bytes) -> str:
+        """Store observation ``index``; returns its ref (``screens/0003.png``). Idempotent."""
+        ref = f"screens/{index:04d}.png"
+        path = self.dir / ref
+        if not path.exists():
+            path.write_bytes(png)
+        return ref
+
+    def close(self) -> None:
+        self._steps.close()
+        self._calls.close()
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _read_jsonl(path: Path, model: type[_Record]) -> list[Any]:
+    if not path.exists():
+        return []
+    out = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(model.model_validate_json(line))
+        except ValidationError as exc:
+            if n == len(lines):  # a torn last line from a killed process
+                break
+            raise TraceError(f"{path}:{n} is not a valid {model.__name__}: {exc.errors()[0]['msg']}") from None
+    return out
+
+
+class LoadedRun(BaseModel):
+    """A run read back from disk."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    dir: Path
+    run: RunRecord
+    steps: list[StepRecord]
+    calls: list[CallRecord]
+
+    def screen(self, ref: str) -> bytes:
+        path = (self.dir / ref).resolve()
+        if self.dir.resolve() not in path.parents:
+            raise TraceError(f"screen ref {ref!r} points outside the run directory")
+        return path.read_bytes()
+
+    def calls_for(self, role: str) -> list[CallRecord]:
+        return [c for c in self.calls if c.role == role]
+
+
+def load_run(path: Path | str) -> LoadedRun:
+    """Read a run directory (or its run.json). Raises :class:`TraceError` when it is not one."""
+    p = Path(path)
+    if p.name == "run.json":
+        p = p.parent
+    run_file = p / "run.json"
+    if not run_file.is_file():
+        raise TraceError(f"{p} is not a run directory (no run.json)", hint="see 'agent-runtime traces list'")
+    try:
+        run = RunRecord.model_validate_json(run_file.read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        raise TraceError(f"{run_file} is invalid: {exc.errors()[0]['msg']}") from None
+    return LoadedRun(
+        dir=p,
+        run=run,
+        steps=_read_jsonl(p / "steps.jsonl", StepRecord),
+        calls=_read_jsonl(p / "calls.jsonl", CallRecord),
+    )
+
+
+def iter_runs(runs_dir: Path | str) -> Iterator[Path]:
+    """Run directories under ``runs_dir``, oldest first."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return iter(())
+    return iter(sorted(d for d in root.iterdir() if (d / "run.json").is_file()))
+
+
+def find_run(runs_dir: Path | str, run_id: str) -> Path:
+    """A run directory by id or unique id prefix."""
+    matches = [d for d in iter_runs(runs_dir) if d.name == run_id or d.name.startswith(run_id)]
+    if len(matches) != 1:
+        what = "no run" if not matches else f"{len(matches)} runs"
+        raise TraceError(f"{what} matching {run_id!r} in {runs_dir}", hint="see 'agent-runtime traces list'")
+    return matches[0]
+
+
+def dump_json(obj: Any) -> str:
+    """Compact JSON for CLI output."""
+    return json.dumps(obj, ensure_ascii=False, default=str)
