@@ -1,0 +1,3 @@
+from agent_runtime.cli import main
+
+main()

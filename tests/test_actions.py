@@ -1,0 +1,100 @@
+"""The action schema: parsing both model forms, aliases, clear errors, coordinate mapping."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_runtime.actions import (
+    ACTION_TYPES,
+    Answer,
+    Click,
+    Key,
+    Scroll,
+    Swipe,
+    SystemButton,
+    Terminate,
+    Type,
+    parse_action,
+    to_screen,
+)
+from agent_runtime.coords import CoordMapper, CoordSpace, Size
+from agent_runtime.errors import ActionParseError
+
+
+def test_all_seed_actions_exist():
+    assert set(ACTION_TYPES) == {
+        "click", "long_press", "swipe", "type", "key", "system_button", "open_app", "wait", "answer",
+        "terminate", "scroll", "drag", "double_click", "right_click", "middle_click", "mouse_move",
+    }
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        ({"action": "click", "coordinate": [10, 20]}, Click(coordinate=(10, 20))),
+        ({"action": "swipe", "coordinate": [1, 2], "coordinate2": [3, 4]}, Swipe(coordinate=(1, 2), coordinate2=(3, 4))),
+        ({"action": "type", "text": "hi", "clear": 1, "enter": 0}, Type(text="hi", clear=True)),
+        ({"action": "key", "text": "volume_up"}, Key(keys=["volume_up"])),
+        ({"action": "key", "keys": ["ctrl", "c"]}, Key(keys=["ctrl", "c"])),
+        ({"action": "key", "keys": "ctrl+shift+t"}, Key(keys=["ctrl", "shift", "t"])),
+        ({"action": "system_button", "button": "back"}, SystemButton(button="Back")),
+        ({"action": "answer", "text": "42"}, Answer(text="42")),
+        ({"action": "terminate", "status": "SUCCESS"}, Terminate(status="success")),
+        ({"action": "scroll", "pixels": -3}, Scroll(pixels=-3)),
+        ({"action": "tap", "coordinate": "[5, 6]"}, Click(coordinate=(5, 6))),
+        ({"action_type": "click", "point": {"x": 1, "y": 2}}, Click(coordinate=(1, 2))),
+        ({"action": "click", "coordinate": [0, 0, 10, 20]}, Click(coordinate=(5, 10))),
+    ],
+)
+def test_parse_mobile_agent_v3_form(obj, expected):
+    assert parse_action(obj) == expected
+
+
+def test_parse_gui_owl_tool_call_and_strings():
+    call = {"name": "mobile_use", "arguments": {"action": "click", "coordinate": [3, 4]}}
+    assert parse_action(call) == Click(coordinate=(3, 4))
+    as_string = '{"name": "computer_use", "arguments": "{\\"action\\": \\"double_click\\", \\"coordinate\\": [1, 1]}"}'
+    assert parse_action(as_string).action == "double_click"
+    assert parse_action("```json\n{'action': 'click', 'coordinate': [7, 8],}\n```") == Click(coordinate=(7, 8))
+
+
+@pytest.mark.parametrize(
+    ("obj", "field"),
+    [
+        ({"action": "click"}, "coordinate"),
+        ({"action": "click", "coordinate": ["a", 2]}, "coordinate"),
+        ({"action": "fly"}, "action"),
+        ({"coordinate": [1, 2]}, "action"),
+        ({"action": "system_button", "button": "Power"}, "button"),
+        ({"action": "terminate", "status": "maybe"}, "status"),
+        ({"action": "click", "coordinate": [1, 2], "bogus": 1}, "bogus"),
+        ("no json here", "action"),
+    ],
+)
+def test_errors_name_the_bad_field(obj, field):
+    with pytest.raises(ActionParseError) as info:
+        parse_action(obj)
+    assert info.value.field == field
+    assert field in str(info.value)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(["action", "coordinate", "text", "button", "keys", "x"]),
+                       st.one_of(st.text(max_size=5), st.integers(), st.lists(st.integers(), max_size=3))))
+def test_parse_never_raises_anything_but_action_parse_error(obj):
+    try:
+        parse_action(obj)
+    except ActionParseError:
+        pass
+
+
+def test_to_screen_maps_every_point():
+    mapper = CoordMapper(space=CoordSpace.RELATIVE_1000, screen=Size(1080, 2400))
+    swipe = to_screen(Swipe(coordinate=(500, 100), coordinate2=(500, 900)), mapper)
+    assert swipe.coordinate == (540, 240) and swipe.coordinate2 == (540, 2160)
+    assert to_screen(Answer(text="x"), mapper) == Answer(text="x")
+
+
+def test_actions_round_trip_through_json():
+    for action in (Click(coordinate=(1, 2)), Type(text="a b", enter=True), Key(keys=["enter"])):
+        assert parse_action(action.to_json()) == action
