@@ -1,0 +1,157 @@
+"""The evaluation harness: run a policy over SimPhone task instances, K episodes at a time.
+
+Each episode gets its own :class:`~agent_runtime.devices.simphone.SimPhone` seeded with the
+instance's seed, so episodes share nothing and can run in parallel: in threads (right for the
+agent policy, which waits on model servers) or in processes (right for the CPU-bound oracle on
+several cores). Success is judged by the task from app state after the policy returns.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Literal
+
+from agent_runtime.errors import ConfigError, DependencyError
+from agent_runtime.evaluation.episode import Policy, policy_name
+from agent_runtime.evaluation.report import EpisodeResult, EvalReport
+
+Executor = Literal["thread", "process"]
+SUITES = ("simphone",)
+
+
+def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
+    """Build instance ``(name, seed)`` on a fresh phone, let ``policy`` play, judge it.
+
+    Errors raised while playing are recorded on the result (status ``error``) so one broken
+    episode does not lose the rest of the evaluation — except configuration and dependency
+    errors, which would fail every episode alike and are re-raised.
+    """
+    from agent_runtime.devices.simphone import SimPhone
+    from agent_runtime.devices.simphone.tasks import make_task, split_of
+
+    task = make_task(name, seed)
+    started = time.perf_counter()
+    phone = SimPhone(seed=seed)
+    answer: str | None = None
+    steps, status, error, score = 0, "error", None, 0.0
+    try:
+        task.setup(phone)
+        outcome = policy(task, phone)
+        answer, steps, status = outcome.answer, outcome.steps, outcome.status
+        score = float(task.is_successful(phone, answer))
+    except (ConfigError, DependencyError):
+        raise
+    except Exception as exc:  # recorded, see the docstring
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        phone.close()
+    return EpisodeResult(
+        task=name,
+        app=task.app,
+        seed=seed,
+        split=split_of(task),
+        goal=task.goal,
+        success=score >= 1.0 and error is None,
+        score=score,
+        steps=steps,
+        max_steps=task.max_steps,
+        status=status,
+        answer=answer,
+        expected_answer=task.expected_answer(),
+        error=error,
+        duration_s=round(time.perf_counter() - started, 3),
+    )
+
+
+def _instances(
+    tasks: str | Sequence[str] | None, split: str, episodes: int, seed: int
+) -> list[tuple[str, int]]:
+    from agent_runtime.devices.simphone.tasks import select, task_instances
+
+    names = select(tasks)
+    return [(t.name, t.seed) for t in task_instances(names, split=split, episodes=episodes, seed=seed)]  # type: ignore[arg-type]
+
+
+def evaluate(
+    policy: Policy,
+    *,
+    suite: str = "simphone",
+    tasks: str | Sequence[str] | None = None,
+    split: str = "test",
+    episodes: int = 3,
+    seed: int = 0,
+    workers: int = 1,
+    executor: Executor = "thread",
+    on_result: Callable[[EpisodeResult], None] | None = None,
+    on_plan: Callable[[int], None] | None = None,
+) -> EvalReport:
+    """Evaluate ``policy`` on ``episodes`` instances of each selected template in ``split``.
+
+    ``tasks`` is a pattern (glob, ``re:REGEX``, comma-separated) or a list of patterns; None
+    means every template. ``workers`` episodes run at once in ``executor`` (``process``
+    needs a picklable policy, e.g. :func:`~agent_runtime.evaluation.oracle_policy`).
+    ``on_plan`` receives the number of episodes before they start, ``on_result`` each result
+    as it finishes (progress bars).
+    """
+    if suite not in SUITES:
+        raise ConfigError(f"unknown evaluation suite {suite!r}", hint=f"use one of: {', '.join(SUITES)}")
+    if workers < 1:
+        raise ConfigError(f"workers must be at least 1, got {workers}")
+    if executor not in ("thread", "process"):
+        raise ConfigError(f"unknown executor {executor!r}", hint="use thread or process")
+    plan = _instances(tasks, split, episodes, seed)
+    if on_plan is not None:
+        on_plan(len(plan))
+    started = time.perf_counter()
+    results = list(_run_all(policy, plan, workers, executor, on_result))
+    from agent_runtime.devices.simphone.tasks import registry
+
+    reg = registry()
+    return EvalReport.build(
+        results,
+        complexity={name: reg[name].complexity for name, _ in plan},
+        suite=suite,
+        split=split,
+        policy=policy_name(policy),
+        episodes=episodes,
+        seed=seed,
+        workers=workers,
+        duration_s=round(time.perf_counter() - started, 2),
+    )
+
+
+def _run_all(
+    policy: Policy,
+    plan: list[tuple[str, int]],
+    workers: int,
+    executor: Executor,
+    on_result: Callable[[EpisodeResult], None] | None,
+) -> Iterable[EpisodeResult]:
+    if workers == 1 or len(plan) <= 1:
+        for name, seed in plan:
+            result = run_episode(policy, name, seed)
+            if on_result is not None:
+                on_result(result)
+            yield result
+        return
+    pool: cf.Executor
+    if executor == "process":
+        # forkserver: workers start from a clean interpreter, not a fork of a threaded parent.
+        pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
+    else:
+        pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="eval")
+    with pool:
+        futures = [pool.submit(run_episode, policy, name, seed) for name, seed in plan]
+        try:
+            for future in cf.as_completed(futures):
+                result = future.result()
+                if on_result is not None:
+                    on_result(result)
+                yield result
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise

@@ -1,0 +1,138 @@
+"""Evaluation results: per-episode records, Wilson intervals, per-task and per-app tables."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: The two-sided 95 % normal quantile.
+Z95 = 1.959963984540054
+
+
+def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for a binomial proportion.
+
+    Unlike the normal approximation it stays inside [0, 1] and is informative at 0/n and n/n,
+    which is where small agent evaluations often sit.
+
+    >>> wilson_interval(10, 10)
+    (0.7225, 1.0)
+    >>> wilson_interval(0, 0)
+    (0.0, 1.0)
+    """
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)
+
+
+class EpisodeResult(BaseModel):
+    """One played episode, judged."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task: str
+    app: str
+    seed: int
+    split: str
+    goal: str
+    success: bool
+    score: float = Field(description="is_successful's value (1.0 = success)")
+    steps: int
+    max_steps: int
+    status: str = Field(description="how the policy ended: success, failure, max_steps or error")
+    answer: str | None = None
+    expected_answer: str | None = None
+    error: str | None = None
+    duration_s: float = 0.0
+
+
+class Stats(BaseModel):
+    """Success rate with its 95 % Wilson interval and mean steps over a group of episodes."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    successes: int
+    success_rate: float
+    ci95: tuple[float, float]
+    mean_steps: float
+
+    @classmethod
+    def of(cls, results: Iterable[EpisodeResult]) -> Stats:
+        items = list(results)
+        n = len(items)
+        wins = sum(r.success for r in items)
+        return cls(
+            n=n,
+            successes=wins,
+            success_rate=round(wins / n, 4) if n else 0.0,
+            ci95=wilson_interval(wins, n),
+            mean_steps=round(sum(r.steps for r in items) / n, 2) if n else 0.0,
+        )
+
+
+class TaskStats(Stats):
+    app: str
+    complexity: float
+
+
+class EvalReport(BaseModel):
+    """A whole evaluation. ``episodes`` is the number asked for per template; ``n`` the total."""
+
+    suite: str
+    split: str
+    policy: str
+    episodes: int
+    seed: int
+    workers: int
+    n: int
+    successes: int
+    success_rate: float
+    ci95: tuple[float, float]
+    mean_steps: float
+    per_task: dict[str, TaskStats]
+    per_app: dict[str, Stats]
+    results: list[EpisodeResult]
+    duration_s: float
+
+    @classmethod
+    def build(
+        cls,
+        results: list[EpisodeResult],
+        *,
+        complexity: dict[str, float],
+        **meta: Any,
+    ) -> EvalReport:
+        """Aggregate episode results (sorted by task, then seed) into the report."""
+        results = sorted(results, key=lambda r: (r.task, r.seed))
+        overall = Stats.of(results)
+        per_task: dict[str, TaskStats] = {}
+        for name in sorted({r.task for r in results}):
+            group = [r for r in results if r.task == name]
+            per_task[name] = TaskStats(
+                **Stats.of(group).model_dump(), app=group[0].app, complexity=complexity.get(name, 0.0)
+            )
+        per_app = {
+            app: Stats.of(r for r in results if r.app == app) for app in sorted({r.app for r in results})
+        }
+        return cls(
+            **meta,
+            n=overall.n,
+            successes=overall.successes,
+            success_rate=overall.success_rate,
+            ci95=overall.ci95,
+            mean_steps=overall.mean_steps,
+            per_task=per_task,
+            per_app=per_app,
+            results=results,
+        )
+
+    def failures(self) -> list[EpisodeResult]:
+        return [r for r in self.results if not r.success]

@@ -1,0 +1,220 @@
+"""The evaluation harness, its report and ``agent-runtime eval`` / ``simphone tasks``."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from agent_runtime.cli import app as cli_app
+from agent_runtime.config import load_config
+from agent_runtime.devices.simphone.tasks import QuestionTask, Task, registry
+from agent_runtime.errors import ConfigError, TaskError
+from agent_runtime.evaluation import (
+    AgentPolicy,
+    EvalReport,
+    ExpertPolicy,
+    Outcome,
+    evaluate,
+    run_episode,
+    wilson_interval,
+)
+from tests.doubles import ScriptedOpenAIServer, manager_reply, notetaker_reply, worker_reply
+
+runner = CliRunner()
+
+
+def wrong_answer(task: QuestionTask) -> str:
+    """A near miss of the expected answer, of the same kind."""
+    expected = task.expected_answer()
+    if task.match == "number":
+        return str(float(re.sub(r"[^\d.]", "", expected)) + 1)
+    if task.match == "phone":
+        return expected[:-1] + ("0" if expected[-1] != "0" else "1")
+    if task.match == "time":
+        return "3:17 AM" if "3:17 AM" != expected else "4:17 AM"
+    return f"not {expected}"
+
+
+class CheckedExpert:
+    """Test double: checks that the goal is not already achieved, then plays the expert."""
+
+    name = "checked-oracle"
+
+    def __init__(self) -> None:
+        self.expert = ExpertPolicy(screenshots=False)
+
+    def __call__(self, task: Task, phone) -> Outcome:  # noqa: ANN001
+        assert task.is_successful(phone, None) == 0.0, f"{task!r} succeeds before anything is done"
+        if isinstance(task, QuestionTask):
+            assert task.is_successful(phone, task.expected_answer()) == 1.0
+            assert task.is_successful(phone, wrong_answer(task)) == 0.0, f"{task!r} accepts a wrong answer"
+        outcome = self.expert(task, phone)
+        assert outcome.steps <= task.max_steps
+        return outcome
+
+
+def test_wilson_interval_hand_computed():
+    assert wilson_interval(5, 10) == (0.2366, 0.7634)
+    assert wilson_interval(0, 10) == (0.0, 0.2775)
+    assert wilson_interval(10, 10) == (0.7225, 1.0)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_expert_solves_every_template_on_both_splits(split):
+    """Acceptance: the oracle reaches 1.0 over 3 seeds per template, and nothing is trivially solved."""
+    report = evaluate(CheckedExpert(), split=split, episodes=3, seed=0)
+    assert report.failures() == [], [(r.task, r.seed, r.status, r.error, r.answer) for r in report.failures()]
+    assert report.success_rate == 1.0 and report.n == 3 * len(registry())
+    assert set(report.per_task) == set(registry()) and all(t.n == 3 for t in report.per_task.values())
+    assert {r.split for r in report.results} == {split}
+    assert report.ci95[0] > 0.95 and report.mean_steps > 2
+
+
+def test_doing_nothing_succeeds_nowhere():
+    report = evaluate(lambda task, phone: Outcome(status="failure"), split="all", episodes=1, seed=5)
+    assert report.success_rate == 0.0 and report.n == len(registry())
+    assert report.policy == "<lambda>" and report.per_app["Clock"].n >= 4
+
+
+def test_report_tables_and_thread_workers_agree():
+    one = evaluate(ExpertPolicy(screenshots=False), tasks="Notes*", split="test", episodes=2)
+    two = evaluate(ExpertPolicy(screenshots=False), tasks="Notes*", split="test", episodes=2, workers=2)
+    assert [(r.task, r.seed, r.steps) for r in one.results] == [
+        (r.task, r.seed, r.steps) for r in two.results
+    ]
+    assert one.per_app["Notes"].n == one.n == 2 * len(one.per_task)
+    assert one.policy == "oracle" and one.per_task["NotesPin"].complexity == 0.8
+    roundtrip = EvalReport.model_validate_json(one.model_dump_json())
+    assert roundtrip.results == one.results
+
+
+def test_process_workers():
+    report = evaluate(ExpertPolicy(screenshots=False), tasks="Shop*", split="train", episodes=1, workers=2,
+                      executor="process")  # fmt: skip
+    assert report.success_rate == 1.0 and report.n == len(report.per_task) >= 8
+
+
+def test_policy_errors_are_recorded_and_config_errors_stop_the_run():
+    def broken(task, phone):  # noqa: ANN001, ANN202
+        raise RuntimeError("policy crashed")
+
+    result = run_episode(broken, "SettingsToggle", 0)
+    assert result.status == "error" and result.error == "RuntimeError: policy crashed" and not result.success
+
+    def misconfigured(task, phone):  # noqa: ANN001, ANN202
+        raise ConfigError("bad config")
+
+    with pytest.raises(ConfigError):
+        evaluate(misconfigured, tasks="SettingsToggle", episodes=1)
+    with pytest.raises(ConfigError, match="unknown evaluation suite"):
+        evaluate(broken, suite="androidworld")
+    with pytest.raises(TaskError, match="no SimPhone task matches"):
+        evaluate(broken, tasks="Nope*")
+
+
+def test_agent_policy_without_the_runtime_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "agent_runtime.runtime", None)
+    with pytest.raises(ConfigError, match="agent policy needs agent_runtime.runtime") as info:
+        AgentPolicy(load_config(None))
+    assert "--policy oracle" in (info.value.hint or "")
+
+
+def shop_price_worker(call):  # noqa: ANN001, ANN201
+    """A Worker that reads the product from the goal and answers its catalogue price."""
+    from agent_runtime.devices.simphone.apps.shop import product_by_name
+
+    product = product_by_name(re.search(r"How much does the (.+?) cost", call.prompt)[1])  # type: ignore[index]
+    return worker_reply({"action": "answer", "text": f"It costs ${product.price_cents / 100:.2f}"}, "answer")
+
+
+def test_agent_policy_runs_the_runtime_over_http(tmp_path):
+    script = {
+        "manager": [
+            manager_reply(["Answer with the price"]),
+            manager_reply("Finished", completed=["Answered"]),
+        ],
+        "worker": shop_price_worker,
+        "reflector": "### Outcome ###\nA\n### Error Description ###\nNone",
+        "notetaker": notetaker_reply("- price known"),
+    }
+    with ScriptedOpenAIServer(script) as srv:
+        cfg = tmp_path / "c.toml"
+        cfg.write_text(
+            f'[models.default]\nbase_url = "{srv.base_url}"\nmodel = "scripted-http"\nretries = 0\n'
+            f'timeout_s = 10\n[roles.rag]\nenabled = false\n[runs]\ndir = "{tmp_path / "runs"}"\n'
+        )
+        report = evaluate(AgentPolicy(load_config(cfg)), tasks="ShopPriceQuestion", split="test", episodes=1)
+    [result] = report.results
+    assert result.success and result.status == "completed" and result.steps == 1, result
+    assert result.answer and result.expected_answer and result.expected_answer in result.answer
+    assert report.policy == "agent" and len(list((tmp_path / "runs").iterdir())) == 1
+
+
+# -- the CLI ---------------------------------------------------------------------------------------
+def test_cli_eval_json_oracle_reaches_one():
+    """Acceptance through the CLI: every template, 3 seeds, the test split."""
+    res = runner.invoke(
+        cli_app, ["eval", "--suite", "simphone", "--policy", "oracle", "--json", "--split", "test"]
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert {
+        "suite",
+        "split",
+        "policy",
+        "episodes",
+        "success_rate",
+        "ci95",
+        "mean_steps",
+        "per_task",
+        "per_app",
+    } <= set(data)
+    assert (data["suite"], data["split"], data["policy"], data["episodes"]) == (
+        "simphone",
+        "test",
+        "oracle",
+        3,
+    )
+    assert data["success_rate"] == 1.0 and data["failures"] == [], data["failures"]
+    assert set(data["per_task"]) == set(registry()) and len(data["per_app"]) == 9
+
+
+def test_cli_eval_tables():
+    res = runner.invoke(
+        cli_app, ["eval", "--tasks", "Clock*", "--episodes", "1", "--split", "train", "--seed", "3"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "per app" in res.stdout and "per task" in res.stdout and "ClockAddAlarm" in res.stdout
+    assert "100.0%" in res.stdout and "95% CI" in res.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--tasks", "Nope*"], 1, "no SimPhone task matches"),
+        (["--split", "dev"], 1, "unknown split"),
+        (["--suite", "androidworld"], 2, "unknown evaluation suite"),
+        (["--policy", "random"], 2, "unknown policy"),
+    ],
+)
+def test_cli_eval_errors_without_traceback(args, code, message):
+    res = runner.invoke(cli_app, ["eval", *args])
+    assert res.exit_code == code, res.output
+    assert message in res.output and "Traceback" not in res.output
+
+
+def test_cli_simphone_tasks():
+    res = runner.invoke(cli_app, ["simphone", "tasks", "--app", "Shop", "--split", "test", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert [r["name"] for r in rows] == sorted(n for n, c in registry().items() if "Shop" in c.app_names)
+    assert all(r["example_goal"] and "{" not in r["example_goal"] for r in rows)
+    table = runner.invoke(cli_app, ["simphone", "tasks", "--tasks", "Settings*"])
+    assert table.exit_code == 0 and "SettingsToggle" in table.stdout and "example goal" in table.stdout
+    bad = runner.invoke(cli_app, ["simphone", "tasks", "--app", "Fax"])
+    assert bad.exit_code == 1 and "no SimPhone task matches" in bad.output
