@@ -1,1 +1,89 @@
-"""models"""
+"""Model backends: an OpenAI-compatible HTTP client and an in-process transformers model.
+
+Both are LangChain ``BaseChatModel`` subclasses answering with the same :class:`AIMessage` shape
+(see :mod:`agent_runtime.models.base`). :func:`make_chat_model` picks one from a
+:class:`~agent_runtime.config.ModelConfig`. Everything here imports lazily: torch and transformers
+load only when an in-process model first generates.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agent_runtime.config import ModelConfig
+from agent_runtime.errors import ConfigError
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from agent_runtime.models.images import EncodedImage, ImageEncoder, encode_screenshot
+    from agent_runtime.models.openai_chat import OpenAIChatModel
+    from agent_runtime.models.transformers_chat import TransformersChatModel
+
+__all__ = [
+    "EncodedImage",
+    "ImageEncoder",
+    "OpenAIChatModel",
+    "TransformersChatModel",
+    "encode_screenshot",
+    "load_processor",
+    "make_chat_model",
+]
+
+_LAZY = {
+    "EncodedImage": "agent_runtime.models.images",
+    "ImageEncoder": "agent_runtime.models.images",
+    "encode_screenshot": "agent_runtime.models.images",
+    "OpenAIChatModel": "agent_runtime.models.openai_chat",
+    "TransformersChatModel": "agent_runtime.models.transformers_chat",
+}
+
+
+def make_chat_model(cfg: ModelConfig, **overrides: Any) -> BaseChatModel:
+    """The chat model a config describes: in-process for ``transformers:/path``, else HTTP.
+
+    ``overrides`` set model fields the config does not have (``n``, ``seed``, ``logprobs``,
+    ``return_token_ids``, ``backoff_s``…). Nothing is loaded or connected until the first call.
+    """
+    if cfg.model.startswith("transformers:"):
+        from agent_runtime.models.transformers_chat import TransformersChatModel
+
+        return TransformersChatModel.from_config(cfg, **overrides)
+    if cfg.model.startswith("gguf:"):
+        raise ConfigError(
+            "gguf models are not run in-process",
+            hint="serve the file with llama.cpp's llama-server and point base_url at it",
+        )
+    if not cfg.base_url:
+        raise ConfigError(
+            f"model {cfg.model!r} has no base_url",
+            hint="set base_url, or use model = 'transformers:/path' for an in-process model",
+        )
+    from agent_runtime.models.openai_chat import OpenAIChatModel
+
+    return OpenAIChatModel.from_config(cfg, **overrides)
+
+
+def load_processor(path: Any, **kwargs: Any) -> Any:
+    """A model directory's processor with our image-only Qwen processor registered first.
+
+    Use this (not ``AutoProcessor`` directly) wherever a model directory is loaded — trainers,
+    servers, scripts — or the tiny test model loads as a bare tokenizer.
+    """
+    import importlib.util
+
+    from agent_runtime.errors import DependencyError
+
+    if importlib.util.find_spec("transformers") is None:
+        raise DependencyError("transformers", "train", "loading a model directory")
+    from agent_runtime.models.hf import load_processor as _load
+
+    return _load(path, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

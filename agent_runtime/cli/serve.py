@@ -1,0 +1,102 @@
+"""``agent-runtime serve``: an OpenAI-compatible server for a local model (extra ``serve``).
+
+For CPU machines and CI, where vLLM cannot run: ``agent-runtime serve --backend transformers
+--model DIR`` serves ``DIR`` at ``http://HOST:PORT/v1``, which any role config can point at.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agent_runtime.errors import ConfigError, DependencyError
+
+
+class Backend(StrEnum):
+    TRANSFORMERS = "transformers"
+
+
+def register(app: typer.Typer) -> None:
+    from agent_runtime.cli import guarded
+
+    @app.command()
+    @guarded
+    def serve(
+        model: Annotated[
+            Path, typer.Option("--model", "-m", help="Model directory (written by save_pretrained).")
+        ],
+        backend: Annotated[
+            Backend, typer.Option("--backend", help="Inference backend.")
+        ] = Backend.TRANSFORMERS,
+        host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+        port: Annotated[int, typer.Option("--port", help="Port to listen on (0 picks a free one).")] = 8000,
+        served_model_name: Annotated[
+            str | None,
+            typer.Option("--served-model-name", help="Model id clients use (default: the directory name)."),
+        ] = None,
+        device_map: Annotated[
+            str | None,
+            typer.Option("--device-map", help="'auto', 'cpu', 'cuda:0' … (default: auto on GPU, else cpu)."),
+        ] = None,
+        dtype: Annotated[
+            str, typer.Option("--dtype", help="Weights dtype: auto, float32, bfloat16, float16.")
+        ] = "auto",
+        threads: Annotated[
+            int | None,
+            typer.Option(
+                "--threads",
+                min=1,
+                help="CPU threads for torch (1 is fastest for tiny models on busy machines).",
+            ),
+        ] = None,
+        log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "warning",
+    ) -> None:
+        """Serve a local model over the OpenAI chat-completions API (+ vLLM's LoRA endpoints)."""
+        for package, extra in (
+            ("fastapi", "serve"),
+            ("uvicorn", "serve"),
+            ("torch", "serve"),
+            ("transformers", "serve"),
+        ):
+            if importlib.util.find_spec(package) is None:
+                raise DependencyError(package, extra, "agent-runtime serve")
+        if not model.expanduser().is_dir():
+            raise ConfigError(
+                f"--model {model} is not a directory",
+                hint="build a test model with: python -m agent_runtime.testing.tiny_vlm DIR",
+            )
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"--port {port} is out of range")
+        import time
+
+        start = time.perf_counter()
+        import uvicorn
+
+        from agent_runtime.models.engine import TransformersEngine
+        from agent_runtime.models.server import Server, create_app
+
+        if threads is not None:
+            import torch
+
+            torch.set_num_threads(threads)
+        engine = TransformersEngine(model, served_name=served_model_name, device_map=device_map, dtype=dtype)
+        loaded_s = time.perf_counter() - start
+
+        def announce(url: str) -> None:
+            print(
+                f"agent-runtime serve: '{engine.served_name}' ({backend.value} on {engine.device}, "
+                f"loaded in {loaded_s:.1f} s) listening at {url}",
+                flush=True,
+            )
+
+        config = uvicorn.Config(create_app(engine), host=host, port=port, log_level=log_level)
+        server = Server(config, on_ready=announce)
+        server.run()
+        if not server.started:
+            raise ConfigError(
+                f"could not listen on {host}:{port}", hint="is the port already in use? try --port 0"
+            )
