@@ -10,6 +10,7 @@ The tree::
     ├── ModelError                    a model endpoint failed (dead server, HTTP error, timeout)
     ├── ParseError                    a model reply could not be parsed into its typed output
     │   └── ActionParseError          … specifically the action JSON (names the bad field)
+    ├── MemoryStoreError              the memory store (chromadb, embeddings) cannot be opened or used
     ├── TaskError                     an unknown or invalid SimPhone task
     ├── TraceError                    a run directory is missing or unreadable
     └── TrainingError                 a trainer could not run (no data, bad base model)
@@ -89,6 +90,10 @@ class ActionParseError(ParseError):
     def __init__(self, message: str, *, field: str | None = None, **context: Any) -> None:
         super().__init__(message, field=field, **context)
         self.field = field
+
+
+class MemoryStoreError(AgentRuntimeError):
+    """The memory store cannot be opened, read or written (chromadb, the embedding model)."""
 
 
 class TaskError(AgentRuntimeError):
