@@ -6,6 +6,8 @@ only when used.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
 from agent_runtime.actions import Action, ActionResult, parse_action
@@ -28,6 +30,21 @@ from agent_runtime.errors import (
 )
 from agent_runtime.observation import Observation, UIElement, compress_ui_xml, parse_ui_xml
 
+if TYPE_CHECKING:
+    from agent_runtime.runtime import RunResult, Runtime
+
+#: Names loaded on first use (the runtime pulls in LangGraph).
+_LAZY = {"Runtime": "agent_runtime.runtime", "RunResult": "agent_runtime.runtime"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "Action",
     "ActionParseError",
@@ -44,6 +61,8 @@ __all__ = [
     "ModelError",
     "Observation",
     "ParseError",
+    "RunResult",
+    "Runtime",
     "RuntimeConfig",
     "Size",
     "TaskError",

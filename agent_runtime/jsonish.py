@@ -51,13 +51,13 @@ def _loads(candidate: str) -> dict[str, Any] | None:
     for attempt in (candidate, _TRAILING_COMMA.sub(r"\1", candidate)):
         try:
             value = json.loads(attempt)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             pass
         else:
             return value if isinstance(value, dict) else None
         try:
             value = ast.literal_eval(attempt)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue
         if isinstance(value, dict):
             return value
@@ -65,7 +65,7 @@ def _loads(candidate: str) -> dict[str, Any] | None:
     swapped = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", candidate)))
     try:
         value = ast.literal_eval(_TRAILING_COMMA.sub(r"\1", swapped))
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -137,24 +138,72 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
 
-class TraceWriter:
-    """Writes one run directory. Not thread-safe across processes; one writer per run."""
+class Redactor:
+    """Replaces sensitive values (``[memory] sensitive``) in every string of a record.
 
-    def __init__(self, run_dir: Path) -> None:
+    Redaction works on the data, never on serialized JSON, so a short secret that happens to
+    equal a key name cannot corrupt the file. Screenshots are pixels and are not redacted.
+
+    >>> Redactor(["hunter2"]).apply({"text": "password hunter2", "n": 1})
+    {'text': 'password [REDACTED]', 'n': 1}
+    """
+
+    MASK = "[REDACTED]"
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self.values = sorted({v for v in values if v}, key=len, reverse=True)
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+    def text(self, value: str) -> str:
+        for secret in self.values:
+            if secret in value:
+                value = value.replace(secret, self.MASK)
+        return value
+
+    def apply(self, obj: Any) -> Any:
+        """A copy of a JSON-like value with every string value redacted (keys are schema, kept)."""
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, dict):
+            return {k: self.apply(v) for k, v in obj.items()}
+        if isinstance(obj, list | tuple):
+            return [self.apply(v) for v in obj]
+        return obj
+
+
+class TraceWriter:
+    """Writes one run directory. One writer per run; appends are safe from several threads
+    (the Notetaker's call is recorded from a worker thread). ``sensitive`` values are redacted
+    from every record (see :class:`Redactor`)."""
+
+    def __init__(self, run_dir: Path, *, sensitive: Iterable[str] = ()) -> None:
         self.dir = Path(run_dir)
         (self.dir / "screens").mkdir(parents=True, exist_ok=True)
+        self.redactor = Redactor(sensitive)
+        self._lock = threading.Lock()
         self._steps = open(self.dir / "steps.jsonl", "a", encoding="utf-8")  # noqa: SIM115
         self._calls = open(self.dir / "calls.jsonl", "a", encoding="utf-8")  # noqa: SIM115
 
-    def write_run(self, record: RunRecord) -> None:
-        tmp = self.dir / "run.json.tmp"
-        tmp.write_text(record.model_dump_json(indent=2), encoding="utf-8")
-        os.replace(tmp, self.dir / "run.json")
+    def _dump(self, record: BaseModel, indent: int | None = None) -> str:
+        if not self.redactor:
+            return record.model_dump_json(indent=indent)
+        data = self.redactor.apply(record.model_dump(mode="json"))
+        return json.dumps(data, ensure_ascii=False, indent=indent)
 
-    @staticmethod
-    def _append(fh: Any, record: BaseModel) -> None:
-        fh.write(record.model_dump_json() + "\n")
-        fh.flush()
+    def write_run(self, record: RunRecord) -> None:
+        text = self._dump(record, indent=2)
+        with self._lock:
+            tmp = self.dir / "run.json.tmp"
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, self.dir / "run.json")
+
+    def _append(self, fh: Any, record: BaseModel) -> None:
+        line = self._dump(record) + "\n"
+        with self._lock:
+            fh.write(line)
+            fh.flush()
 
     def append_step(self, record: StepRecord) -> None:
         self._append(self._steps, record)
@@ -162,17 +211,22 @@ class TraceWriter:
     def append_call(self, record: CallRecord) -> None:
         self._append(self._calls, record)
 
-    def save_screen(self, index: int, png: bytes) -> str:
-        """Store observation ``index``; returns its ref (``screens/0003.png``). Idempotent."""
-        ref = f"screens/{index:04d}.png"
+    def save_screen(self, index: int, png: bytes, *, tag: str = "") -> str:
+        """Store observation ``index``; returns its ref (``screens/0003.png``). Idempotent.
+
+        ``tag`` names a second look at the same index (``screens/0003-r1.png``), e.g. the
+        re-observation after a resume.
+        """
+        ref = f"screens/{index:04d}{'-' + tag if tag else ''}.png"
         path = self.dir / ref
         if not path.exists():
             path.write_bytes(png)
         return ref
 
     def close(self) -> None:
-        self._steps.close()
-        self._calls.close()
+        with self._lock:
+            self._steps.close()
+            self._calls.close()
 
     def __enter__(self) -> TraceWriter:
         return self

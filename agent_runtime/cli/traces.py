@@ -1,0 +1,232 @@
+"""``agent-runtime traces list|show|export``: read run directories back.
+
+``export`` writes one role's calls across runs as JSONL — the per-role datasets trainers start
+from. Image refs in exported messages gain an absolute ``path`` so the file is usable outside
+the run directories.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from agent_runtime.cli import guarded
+
+if TYPE_CHECKING:
+    from agent_runtime.traces import CallRecord, LoadedRun
+
+RunsDirOpt = Annotated[
+    Path | None,
+    typer.Option("--runs-dir", help="Directory holding run directories (default: runs.dir in the config)."),
+]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="Config file (for the default runs dir).")
+]
+
+
+def _runs_dir(runs_dir: Path | None, config: Path | None) -> Path:
+    if runs_dir is not None:
+        return runs_dir.expanduser()
+    from agent_runtime.config import load_config
+
+    return load_config(config).runs.dir.expanduser()
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def export_record(call: CallRecord, run: LoadedRun) -> dict[str, Any]:
+    """One exported line: the call record, its run's outcome, and resolvable image paths."""
+    data = call.model_dump(mode="json")
+    for message in data["messages"]:
+        content = message.get("content")
+        if isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and part.get("type") == "image_ref":
+                    part["path"] = str((run.dir / part["ref"]).resolve())
+    data["run_status"] = run.run.status
+    data["run_success"] = run.run.success
+    data["task"] = run.run.task
+    return data
+
+
+def _parse_errors(run: LoadedRun) -> dict[str, int]:
+    errors: dict[str, int] = {}
+    for call in run.calls:
+        if call.parse_error:
+            errors[call.role] = errors.get(call.role, 0) + 1
+    return errors
+
+
+def register(app: typer.Typer) -> None:
+    traces = typer.Typer(help="List, inspect and export run traces.", no_args_is_help=True)
+    app.add_typer(traces, name="traces")
+
+    @traces.command("list")
+    @guarded
+    def list_(
+        runs_dir: RunsDirOpt = None,
+        config: ConfigOpt = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per run.")] = False,
+    ) -> None:
+        """Runs under the runs directory, oldest first."""
+        from agent_runtime.errors import TraceError
+        from agent_runtime.traces import RunRecord, iter_runs
+
+        root = _runs_dir(runs_dir, config)
+        table = Table(title=f"runs in {root}")
+        table.add_column("run id", no_wrap=True)
+        for col in ("status", "steps", "tokens", "created", "task"):
+            table.add_column(col, overflow="fold" if col == "task" else "ellipsis")
+        n = 0
+        records: list[tuple[float, Path, RunRecord | None, str]] = []
+        for run_dir in iter_runs(root):
+            try:
+                run = RunRecord.model_validate_json((run_dir / "run.json").read_text(encoding="utf-8"))
+                records.append((run.created_at, run_dir, run, ""))
+            except (OSError, ValueError) as exc:
+                records.append((0.0, run_dir, None, str(TraceError(str(exc)))))
+        # Ids sort by second only; created_at orders runs started within the same second.
+        for _, run_dir, run, problem in sorted(records, key=lambda r: (r[0], r[1].name)):
+            if run is None:
+                if not as_json:
+                    table.add_row(run_dir.name, "[red]unreadable[/]", "", "", "", escape(problem[:60]))
+                continue
+            n += 1
+            if as_json:
+                print(
+                    json.dumps(
+                        {
+                            "run_id": run.run_id,
+                            "status": run.status,
+                            "success": run.success,
+                            "steps": run.steps,
+                            "task": run.task,
+                            "created_at": run.created_at,
+                            "run_dir": str(run_dir),
+                        },
+                        ensure_ascii=False,
+                    )
+                )
+                continue
+            color = {"completed": "green", "running": "yellow", "error": "red"}.get(run.status, "red")
+            status = f"[{color}]{run.status}[/]" + (
+                "" if run.status != "completed" or run.success else " (no)"
+            )
+            created = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at))
+            table.add_row(
+                run.run_id,
+                status,
+                str(run.steps),
+                str(run.tokens.total_tokens),
+                created,
+                escape(_short(run.task, 60)),
+            )
+        if not as_json:
+            Console().print(table if n else f"no runs in {root}")
+
+    @traces.command("show")
+    @guarded
+    def show(
+        run_id: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+        runs_dir: RunsDirOpt = None,
+        config: ConfigOpt = None,
+    ) -> None:
+        """A run's summary: outcome, models, timings, tokens and every step."""
+        from agent_runtime.traces import find_run, load_run
+
+        run = load_run(find_run(_runs_dir(runs_dir, config), run_id))
+        r = run.run
+        console = Console()
+        color = "green" if r.success else ("yellow" if r.status == "running" else "red")
+        console.print(f"[bold]{r.run_id}[/] · [{color}]{r.status}[/] · {r.steps} steps", highlight=False)
+        console.print(f"task:    {escape(r.task)}", highlight=False)
+        reason = (r.model_extra or {}).get("reason")
+        if reason:
+            console.print(f"reason:  {escape(str(reason))}", highlight=False)
+        if r.answer is not None:
+            console.print(f"answer:  {escape(r.answer)}", highlight=False)
+        if r.error:
+            console.print(f"[red]error:[/]   {escape(str(r.error.get('message')))}", highlight=False)
+        console.print(
+            f"device:  {r.device.get('spec', '?')} {tuple(r.device.get('screen', ()))}", highlight=False
+        )
+        t = r.timings
+        console.print(
+            f"time:    {t.get('total_ms', 0) / 1000:.1f}s total, "
+            f"{t.get('model_ms', 0) / 1000:.1f}s in models, "
+            f"{t.get('device_ms', 0) / 1000:.1f}s on the device · tokens {r.tokens.prompt_tokens} in / "
+            f"{r.tokens.completion_tokens} out · {len(run.calls)} calls",
+            highlight=False,
+        )
+        models = Table(title="roles")
+        for col in ("role", "model", "coords", "calls", "parse errors"):
+            models.add_column(col)
+        errors = _parse_errors(run)
+        for role, m in r.models.items():
+            models.add_row(
+                role,
+                str(m.get("model_id") or m.get("model")),
+                str(m.get("coords", "")),
+                str(len(run.calls_for(role))),
+                str(errors.get(role, 0)),
+            )
+        console.print(models)
+        steps = Table(title="steps")
+        for col in ("#", "subgoal", "action (model → screen)", "verdict", "critical path"):
+            steps.add_column(col, overflow="fold")
+        for s in run.steps:
+            action = json.dumps(s.action, ensure_ascii=False) if s.action else "[red]unparseable[/]"
+            if s.action_screen and s.action_screen != s.action:
+                action += f" → {s.action_screen.get('coordinate', '')}"
+            verdict = f"{s.verdict.outcome} {_short(s.verdict.feedback, 50)}" if s.verdict else ""
+            cp = s.timings_ms.get("critical_path")
+            steps.add_row(
+                str(s.step),
+                escape(_short(s.subgoal, 50)),
+                escape(_short(action, 90)),
+                escape(verdict),
+                f"{cp:.0f} ms" if cp is not None else "",
+            )
+        console.print(steps)
+
+    @traces.command("export")
+    @guarded
+    def export(
+        role: Annotated[str, typer.Option("--role", help="manager | worker | reflector | notetaker | rag.")],
+        out: Annotated[Path, typer.Option("--out", help="The JSONL file to write.")],
+        runs_dir: RunsDirOpt = None,
+        config: ConfigOpt = None,
+        valid_only: Annotated[
+            bool, typer.Option("--valid-only", help="Skip calls whose reply did not parse.")
+        ] = False,
+    ) -> None:
+        """Every call of one role across runs as JSONL (messages, completion, parsed output, run outcome)."""
+        from agent_runtime.config import ROLES
+        from agent_runtime.errors import ConfigError
+        from agent_runtime.traces import iter_runs, load_run
+
+        if role not in ROLES:
+            raise ConfigError(f"unknown role {role!r}", hint=f"use one of: {', '.join(ROLES)}")
+        root = _runs_dir(runs_dir, config)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        n = runs = 0
+        with out.open("w", encoding="utf-8") as fh:
+            for run_dir in iter_runs(root):
+                run = load_run(run_dir)
+                runs += 1
+                for call in run.calls_for(role):
+                    if valid_only and not call.valid:
+                        continue
+                    fh.write(json.dumps(export_record(call, run), ensure_ascii=False) + "\n")
+                    n += 1
+        Console(stderr=True).print(f"wrote {n} {role} calls from {runs} runs to {out}", highlight=False)

@@ -1,0 +1,124 @@
+"""Typed events a run streams while it works: what the CLI renders and ``Runtime.stream`` yields.
+
+Every graph node emits events as it goes; the runtime adds :class:`RunStarted` and
+:class:`RunFinished`. Events are monitoring only — nothing steers control flow by them, so a
+consumer that ignores them loses nothing (the traces hold the full record).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    time: float = Field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class RunStarted(_Event):
+    type: Literal["run_started"] = "run_started"
+    run_id: str
+    task: str
+    run_dir: str
+    device: str
+    resumed: bool = False
+
+
+class Notice(_Event):
+    """Something the user should know that is not an error (retrieval skipped, run resumed)."""
+
+    type: Literal["notice"] = "notice"
+    message: str
+    level: Literal["info", "warning"] = "info"
+
+
+class StepStarted(_Event):
+    type: Literal["step_started"] = "step_started"
+    step: int
+    subgoal: str
+
+
+class RoleOutputEvent(_Event):
+    """A role answered: its parsed output, or the parse error after every re-ask failed."""
+
+    type: Literal["role_output"] = "role_output"
+    step: int
+    role: str
+    output: dict[str, Any] | None = None
+    error: str | None = None
+    attempts: int = 1
+    latency_ms: float = 0.0
+
+
+class ActionExecuted(_Event):
+    type: Literal["action_executed"] = "action_executed"
+    step: int
+    action: dict[str, Any] = Field(description="as the model wrote it (model coordinates)")
+    action_screen: dict[str, Any] = Field(description="as executed (screen pixels)")
+    ok: bool
+    message: str = ""
+    duration_ms: float = 0.0
+
+
+class VerdictEvent(_Event):
+    type: Literal["verdict"] = "verdict"
+    step: int
+    outcome: Literal["A", "B", "C"]
+    success: bool
+    feedback: str = ""
+
+
+class NotesEvent(_Event):
+    """The speculative Notetaker finished: ``used`` is False when the step failed (discarded)."""
+
+    type: Literal["notes"] = "notes"
+    step: int
+    added: list[str] = Field(default_factory=list)
+    notes: str = ""
+    used: bool = True
+
+
+class RunFinished(_Event):
+    type: Literal["run_finished"] = "run_finished"
+    run_id: str
+    status: str
+    success: bool
+    answer: str | None = None
+    steps: int = 0
+    reason: str = ""
+    run_dir: str = ""
+    error: dict[str, Any] | None = None
+
+
+Event = Annotated[
+    RunStarted
+    | Notice
+    | StepStarted
+    | RoleOutputEvent
+    | ActionExecuted
+    | VerdictEvent
+    | NotesEvent
+    | RunFinished,
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+__all__ = [
+    "EVENT_ADAPTER",
+    "ActionExecuted",
+    "Event",
+    "Notice",
+    "NotesEvent",
+    "RoleOutputEvent",
+    "RunFinished",
+    "RunStarted",
+    "StepStarted",
+    "VerdictEvent",
+]

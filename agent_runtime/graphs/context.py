@@ -1,0 +1,100 @@
+"""The run context: the live, non-serializable parts of one run that graph nodes use.
+
+LangGraph passes it to every node as ``runtime.context`` and never checkpoints it. It owns the
+device, the role callers, the trace writer, a small cache of live observations keyed by screen
+ref, the thread pool the speculative Notetaker runs in, and the run's totals. One context per
+run, so two runs in one process share nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from agent_runtime.config import ModelConfig, RuntimeConfig
+from agent_runtime.coords import CoordMapper, Size
+from agent_runtime.device import Device
+from agent_runtime.observation import Observation
+from agent_runtime.roles.caller import RoleCaller
+from agent_runtime.traces import CallRecord, StepRecord, TraceWriter, Usage
+
+_CACHE_SIZE = 4
+
+
+@dataclass
+class RunContext:
+    """Everything a node needs that is not state. Build one per run (see :mod:`agent_runtime.runtime`)."""
+
+    run_id: str
+    device: Device
+    writer: TraceWriter
+    config: RuntimeConfig
+    callers: dict[str, RoleCaller]
+    worker_model: ModelConfig
+    platform: str = "mobile"
+    device_word: str = "phone"
+    #: Two workers: a discarded (failed-step) Notetaker call still in flight never delays the next.
+    executor: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(2, "notetaker"))
+    usage: Usage = field(default_factory=Usage)
+    model_ms: float = 0.0
+    device_ms: float = 0.0
+    calls: int = 0
+    steps_written: set[int] = field(default_factory=set)
+    resumed: bool = False
+    _observations: OrderedDict[str, Observation] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- calls ----------------------------------------------------------------------------------
+    def record_call(self, record: CallRecord) -> None:
+        """The sink every RoleCaller writes to: the trace plus the run's totals."""
+        self.writer.append_call(record)
+        with self._lock:
+            self.usage = self.usage + record.usage
+            self.model_ms += record.latency_ms
+            self.calls += 1
+
+    def add_device_ms(self, ms: float) -> None:
+        with self._lock:
+            self.device_ms += ms
+
+    # -- observations ---------------------------------------------------------------------------
+    def remember(self, ref: str, obs: Observation) -> None:
+        self._observations[ref] = obs
+        self._observations.move_to_end(ref)
+        while len(self._observations) > _CACHE_SIZE:
+            self._observations.popitem(last=False)
+
+    def cached(self, ref: str | None) -> Observation | None:
+        return self._observations.get(ref) if ref else None
+
+    def save_new_screen(self, index: int, png: bytes) -> str:
+        """Store a new observation without overwriting one already saved under ``index``."""
+        ref = self.writer.save_screen(index, png)
+        attempt = 0
+        while (self.writer.dir / ref).read_bytes() != png:
+            attempt += 1
+            ref = self.writer.save_screen(index, png, tag=f"r{attempt}")
+        return ref
+
+    def png(self, ref: str) -> bytes:
+        """Screenshot bytes for a ref: from the cache, else from the run directory (after a resume)."""
+        obs = self._observations.get(ref)
+        return obs.screenshot if obs is not None else (self.writer.dir / ref).read_bytes()
+
+    def mapper(self, screen: Size) -> CoordMapper:
+        """Maps the Worker model's coordinates to this screen."""
+        return CoordMapper(space=self.worker_model.coords, screen=screen, budget=self.worker_model.budget)
+
+    # -- steps ----------------------------------------------------------------------------------
+    def write_step(self, record: StepRecord) -> None:
+        """Append a step once: a node re-run after a resume does not duplicate it."""
+        if record.step in self.steps_written:
+            return
+        self.writer.append_step(record)
+        self.steps_written.add(record.step)
+
+    def close(self) -> None:
+        """Wait for a Notetaker call still in flight, so its record reaches calls.jsonl."""
+        self.executor.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,437 @@
+"""Mobile-Agent-v3's execution loop (the paper's Algorithm 1) as a LangGraph ``StateGraph``.
+
+::
+
+    START → rag → plan ─┬─→ act ─┬─→ execute → reflect ─┬─→ plan (update) …
+                        │        ├─→ plan  (format failure: replan with the error)
+                        └────────┴──────────────────────┴─→ finish → END
+
+* ``rag``: ``K_RAG ← RAG(I)`` (skipped with a notice when retrieval is unavailable).
+* ``plan``: ``M_init`` on the first visit, ``M_update`` afterwards; it commits the finished step
+  to ``steps.jsonl`` and ends the run when the plan is Finished or the step budget is spent.
+* ``act``: the Worker picks ``A_t``; ``answer``/``terminate`` end the run, so does the same
+  action chosen ``repeat_limit`` times in a row (swipe, scroll and Back are exempt).
+* ``execute``: the action in screen pixels on the device, then the new observation ``S_{t+1}``.
+* ``reflect``: the Reflector judges ``S_t → S_{t+1}`` while the Notetaker reads ``S_{t+1}``
+  *concurrently*; the notes are kept only on SUCCESS, so the critical path of a step is three
+  sequential model calls (Worker, Reflector, Manager), not four. ``stuck_after`` consecutive
+  failures show the Manager the Potentially Stuck block; ``give_up_after`` more end the run.
+
+Nodes return partial state (plain data, checkpointed after every node); live objects come from
+:class:`~agent_runtime.graphs.context.RunContext`. Events go to LangGraph's custom stream.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import Future
+from functools import partial
+from typing import Any, Literal
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime as GraphRuntime
+
+from agent_runtime.actions import parse_action, to_screen
+from agent_runtime.events import (
+    ActionExecuted,
+    NotesEvent,
+    Notice,
+    RoleOutputEvent,
+    StepStarted,
+    VerdictEvent,
+)
+from agent_runtime.graphs.context import RunContext
+from agent_runtime.graphs.state import AgentState
+from agent_runtime.graphs.steps import HISTORY_KEEP, account, action_text, commit, observe, role_event
+from agent_runtime.memory.notes import NoteStore
+from agent_runtime.role_outputs import NotetakerOutput
+from agent_runtime.roles import manager, notetaker, reflector, worker
+from agent_runtime.roles.caller import ImageInput, RoleResult
+from agent_runtime.roles.rag import retrieve_knowledge
+
+#: Actions that legitimately repeat (scrolling a long list, backing out of nested pages).
+_REPEAT_EXEMPT = {"swipe", "scroll"}
+
+Ctx = GraphRuntime[RunContext]
+
+
+# -- nodes ----------------------------------------------------------------------------------------
+def rag_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
+    """Algorithm 1 line 3: retrieve knowledge for the instruction before the first plan."""
+    ctx, emit = runtime.context, runtime.stream_writer
+    caller = ctx.callers.get("rag")
+    if caller is None:
+        emit(Notice(message="retrieval disabled ([roles.rag] enabled = false)"))
+        return {"knowledge": ""}
+    out, notice = retrieve_knowledge(state["task"], ctx.config.memory, partial(caller.ask_text, step=-1))
+    if notice:
+        emit(Notice(message=notice, level="warning"))
+    else:
+        emit(RoleOutputEvent(step=-1, role="rag", output=out.model_dump(mode="json")))
+    return {"knowledge": out.knowledge}
+
+
+def plan_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
+    """``M_init`` (first visit) or ``M_update``; commits the pending step; decides Finished/budget."""
+    ctx, emit = runtime.context, runtime.stream_writer
+    obs, ref = observe(ctx, state)
+    pending = state.get("pending")
+    init = not state.get("planned")
+    notes = NoteStore.from_state(state.get("notes"))
+    graph = ctx.config.graph
+    if init:
+        inputs = manager.ManagerInputs(
+            task=state["task"], device_word=ctx.device_word, init=True, knowledge=state.get("knowledge", "")
+        )
+        sections, call_step = manager.SECTIONS_INIT, -1
+    else:
+        failures = state.get("failures", 0)
+        history = state.get("history", [])
+        stuck = failures >= graph.stuck_after
+        attempts = [
+            manager.StuckAttempt(action=h["action"], description=h["description"], feedback=h["feedback"])
+            for h in history[-min(failures, HISTORY_KEEP) :]
+            if not h["success"]
+        ]
+        verdict = (pending or {}).get("verdict") or {"success": True, "feedback": ""}
+        inputs = manager.ManagerInputs(
+            task=state["task"],
+            device_word=ctx.device_word,
+            init=False,
+            completed=state.get("completed", []),
+            plan=state.get("plan", []),
+            last_action=action_text(pending or {}),
+            last_description=(pending or {}).get("description", ""),
+            last_outcome="Successful" if verdict["success"] else "Failed",
+            last_feedback=verdict["feedback"],
+            notes=notes.render(),
+            stuck=stuck and bool(attempts),
+            stuck_attempts=attempts[-5:],
+        )
+        sections = manager.SECTIONS_UPDATE
+        call_step = pending["step"] if pending else state.get("step", 0)
+    result = ctx.callers["manager"].call(
+        inputs.model_dump(),
+        manager.parse_manager,
+        images=[ImageInput(obs.screenshot, ref)],
+        step=call_step,
+        sections=sections,
+    )
+    emit(role_event(call_step, "manager", result))
+    update: dict[str, Any] = {"screen": ref, "planned": True}
+    finished = False
+    if result.output is not None:
+        out = result.output
+        finished = out.finished
+        update["plan"] = out.plan
+        update["thought"] = out.thought
+        # The Manager restates Historical Operations cumulatively; keep ours if it left them out.
+        update["completed"] = out.completed or ([] if init else state.get("completed", []))
+    else:
+        # Unparseable plan: keep the previous one (first plan: the request itself is the subgoal).
+        update["plan"] = state.get("plan") or [state["task"]]
+        update["completed"] = state.get("completed", [])
+    step = state.get("step", 0)
+    if pending:
+        commit(ctx, state, pending, manager_ms=result.latency_ms)
+        update["pending"] = None
+        step = pending["step"] + 1
+        update["step"] = step
+    if finished:
+        update.update(status="completed", success=True, reason="the Manager marked the plan Finished")
+    elif step >= state["max_steps"]:
+        update.update(status="max_steps", success=False, reason=f"step budget of {state['max_steps']} spent")
+    return update
+
+
+def act_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
+    """``A_t ← W(I, S_t, SS_t, F_{t-1}, N_t)``; answer/terminate/repeat end the run."""
+    ctx, emit = runtime.context, runtime.stream_writer
+    obs, ref = observe(ctx, state)
+    step = state.get("step", 0)
+    plan = state.get("plan", [])
+    subgoal = plan[0] if plan else state["task"]
+    emit(StepStarted(step=step, subgoal=subgoal))
+    t0 = time.time()
+    history = state.get("history", [])
+    last = history[-1] if history else None
+    inputs = worker.WorkerInputs(
+        task=state["task"],
+        device_word=ctx.device_word,
+        plan=plan,
+        subgoal=subgoal,
+        completed=state.get("completed", []),
+        notes=NoteStore.from_state(state.get("notes")).render(),
+        screen_note=worker.screen_note(ctx.worker_model.coords, obs.size, ctx.worker_model.budget),
+        actions=worker.action_specs(ctx.platform),
+        history=[
+            worker.HistoryEntry(
+                action=h["action"],
+                description=h["description"],
+                outcome="Successful" if h["success"] else "Failed",
+                feedback=h["feedback"],
+            )
+            for h in history[-5:]
+        ],
+        last_feedback=last["feedback"] if last and not last["success"] else "",
+    )
+    result = ctx.callers["worker"].call(
+        inputs.model_dump(),
+        partial(worker.parse_worker, platform=ctx.platform),
+        images=[ImageInput(obs.screenshot, ref)],
+        step=step,
+        sections=worker.SECTIONS,
+    )
+    emit(role_event(step, "worker", result))
+    pending: dict[str, Any] = {
+        "step": step,
+        "subgoal": subgoal,
+        "plan": plan,
+        "completed": state.get("completed", []),
+        "before_screen": ref,
+        "t0": t0,
+        "timings": {"worker": result.latency_ms},
+        "critical_calls": result.attempts,
+    }
+    update: dict[str, Any] = {"screen": ref, "pending": pending}
+    if result.output is None:
+        feedback = f"the Worker's reply could not be parsed: {result.error}"
+        pending.update(format_failure=True, verdict={"outcome": "C", "success": False, "feedback": feedback})
+        emit(VerdictEvent(step=step, outcome="C", success=False, feedback=feedback))
+        update.update(account(ctx, state, pending))
+        return update
+    out = result.output
+    action = out.action
+    pending.update(
+        thought=out.thought, description=out.description, action=out.raw_action or action.to_json()
+    )
+    if action.action == "answer":
+        pending["action_screen"] = action.to_json()
+        update.update(status="completed", success=True, answer=action.text, reason="the Worker answered")
+        return update
+    if action.action == "terminate":
+        pending["action_screen"] = action.to_json()
+        ok = action.status == "success"
+        update.update(
+            status="completed" if ok else "failed",
+            success=ok,
+            reason=f"the Worker terminated with {action.status}",
+        )
+        return update
+    key = json.dumps(action.to_json(), sort_keys=True)
+    exempt = action.action in _REPEAT_EXEMPT or getattr(action, "button", None) == "Back"
+    repeats = state.get("repeats", 0) + 1 if key == state.get("last_action_key") and not exempt else 1
+    update.update(repeats=repeats, last_action_key=key)
+    if repeats >= ctx.config.graph.repeat_limit:
+        update.update(
+            status="gave_up",
+            success=False,
+            reason=f"stalemate: the Worker chose the same action {repeats} times in a row",
+        )
+        return update
+    pending["action_screen"] = to_screen(action, ctx.mapper(obs.size)).to_json()
+    return update
+
+
+def execute_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
+    """``S_{t+1} ← ExecuteOnDevice(A_t)``: the screen-pixel action, then a fresh observation."""
+    ctx, emit = runtime.context, runtime.stream_writer
+    pending = dict(state["pending"] or {})
+    action = parse_action(pending["action_screen"])
+    start = time.perf_counter()
+    result = ctx.device.execute(action)
+    executed = time.perf_counter()
+    obs = ctx.device.observe()
+    observed = time.perf_counter()
+    ctx.add_device_ms((observed - start) * 1000)
+    ref = ctx.save_new_screen(pending["step"] + 1, obs.screenshot)
+    ctx.remember(ref, obs)
+    timings = dict(pending["timings"])
+    timings.update(execute=(executed - start) * 1000, observe=(observed - executed) * 1000)
+    pending.update(action_result=result.model_dump(mode="json"), after_screen=ref, timings=timings)
+    emit(
+        ActionExecuted(
+            step=pending["step"],
+            action=pending["action"],
+            action_screen=pending["action_screen"],
+            ok=result.ok,
+            message=result.error or result.message,
+            duration_ms=round(timings["execute"], 2),
+        )
+    )
+    return {"pending": pending, "screen": ref}
+
+
+def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
+    """``F_t ← R(I, S_t, S_{t+1}, A_t)`` with the Notetaker running beside it (kept on SUCCESS)."""
+    ctx, emit = runtime.context, runtime.stream_writer
+    pending = dict(state["pending"] or {})
+    step = pending["step"]
+    before = ImageInput(ctx.png(pending["before_screen"]), pending["before_screen"])
+    after = ImageInput(ctx.png(pending["after_screen"]), pending["after_screen"])
+    notes = NoteStore.from_state(state.get("notes"))
+    phase_start = time.perf_counter()
+    future: Future[RoleResult[NotetakerOutput]] | None = None
+    if "notetaker" in ctx.callers:
+        n_inputs = notetaker.NotetakerInputs(
+            task=state["task"],
+            device_word=ctx.device_word,
+            plan=pending.get("plan", []),
+            subgoal=pending.get("subgoal", ""),
+            notes=notes.render(),
+        )
+        future = ctx.executor.submit(
+            ctx.callers["notetaker"].call,
+            n_inputs.model_dump(),
+            notetaker.parse_notetaker,
+            images=[after],
+            step=step,
+            sections=notetaker.SECTIONS,
+            extra={"speculative": True},
+        )
+    action_result = pending.get("action_result") or {}
+    device_ok = bool(action_result.get("ok", True))
+    device_report = (
+        "" if device_ok else f"the device reported a failure: {action_result.get('error') or 'unknown'}"
+    )
+    timings = dict(pending["timings"])
+    calls = pending.get("critical_calls", 0)
+    if "reflector" in ctx.callers:
+        screen = ctx.cached(pending["after_screen"])
+        size = screen.size if screen is not None else ctx.device.screen_size
+        r_inputs = reflector.ReflectorInputs(
+            task=state["task"],
+            device_word=ctx.device_word,
+            subgoal=pending.get("subgoal", ""),
+            completed=pending.get("completed", []),
+            screen_note=worker.screen_note(ctx.worker_model.coords, size, ctx.worker_model.budget),
+            action=action_text(pending),
+            description=pending.get("description", ""),
+            device_report=device_report,
+        )
+        result = ctx.callers["reflector"].call(
+            r_inputs.model_dump(),
+            reflector.parse_reflector,
+            images=[before, after],
+            step=step,
+            sections=reflector.SECTIONS,
+        )
+        emit(role_event(step, "reflector", result))
+        timings["reflector"] = result.latency_ms
+        timings["reflect_model"] = result.latency_ms
+        calls += result.attempts
+        if result.output is not None:
+            outcome, feedback = result.output.outcome.value, result.output.error_description
+        else:
+            outcome, feedback = "C", f"the Reflector's reply could not be parsed: {result.error}"
+    else:
+        outcome, feedback = ("A", "") if device_ok else ("C", device_report)
+    if not device_ok and outcome == "A":
+        # A failure the device itself detected is never recorded as success.
+        outcome, feedback = "C", "; ".join(p for p in (device_report, feedback) if p)
+    success = outcome == "A"
+    update: dict[str, Any] = {}
+    if future is not None:
+        if success:
+            wait_start = time.perf_counter()
+            n = future.result()
+            waited_ms = (time.perf_counter() - wait_start) * 1000
+            emit(role_event(step, "notetaker", n))
+            timings["notetaker"] = n.latency_ms
+            # Only the part of the Notetaker's call that outlasted the Reflector is on the path.
+            timings["notetaker_wait"] = waited_ms
+            timings["reflect_model"] = timings.get("reflect_model", 0.0) + waited_ms
+            if n.output is not None:
+                added = notes.merge(n.output.notes, step)
+                update["notes"] = notes.to_state()
+                emit(NotesEvent(step=step, added=[i.text for i in added], notes=notes.render(), used=True))
+        else:
+            emit(NotesEvent(step=step, notes=notes.render(), used=False))
+    timings["reflect_phase"] = (time.perf_counter() - phase_start) * 1000
+    pending.update(
+        verdict={"outcome": outcome, "success": success, "feedback": feedback},
+        timings=timings,
+        critical_calls=calls,
+    )
+    emit(VerdictEvent(step=step, outcome=outcome, success=success, feedback=feedback))
+    update["pending"] = pending
+    update.update(account(ctx, state, pending))
+    return update
+
+
+def finish_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
+    """Commit a step the run ended on (answer, terminate, stalemate) that no plan update follows."""
+    pending = state.get("pending")
+    if not pending:
+        return {}
+    commit(runtime.context, state, pending)
+    return {"pending": None, "step": pending["step"] + 1}
+
+
+# -- routers --------------------------------------------------------------------------------------
+def route_after_plan(state: AgentState) -> Literal["act", "finish"]:
+    return "finish" if state.get("status") else "act"
+
+
+def route_after_act(state: AgentState) -> Literal["execute", "plan", "finish"]:
+    if state.get("status"):
+        return "finish"
+    pending = state.get("pending")
+    if not pending:
+        raise RuntimeError("act finished without a pending step")
+    if pending.get("format_failure"):
+        return "plan"
+    return "execute"
+
+
+def route_after_reflect(state: AgentState) -> Literal["plan", "finish"]:
+    return "finish" if state.get("status") else "plan"
+
+
+def build_graph(
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The compiled Mobile-Agent-v3 graph; pass a checkpointer to make runs resumable."""
+    g: StateGraph[Any, Any, Any, Any] = StateGraph(AgentState, context_schema=RunContext)
+    g.add_node("rag", rag_node)
+    g.add_node("plan", plan_node)
+    g.add_node("act", act_node)
+    g.add_node("execute", execute_node)
+    g.add_node("reflect", reflect_node)
+    g.add_node("finish", finish_node)
+    g.add_edge(START, "rag")
+    g.add_edge("rag", "plan")
+    g.add_conditional_edges("plan", route_after_plan, ["act", "finish"])
+    g.add_conditional_edges("act", route_after_act, ["execute", "plan", "finish"])
+    g.add_edge("execute", "reflect")
+    g.add_conditional_edges("reflect", route_after_reflect, ["plan", "finish"])
+    g.add_edge("finish", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def initial_state(task: str, *, platform: str, max_steps: int) -> AgentState:
+    """The state a fresh run starts from."""
+    return AgentState(
+        task=task,
+        platform=platform,
+        max_steps=max_steps,
+        step=0,
+        screen=None,
+        knowledge="",
+        planned=False,
+        plan=[],
+        completed=[],
+        notes=[],
+        history=[],
+        failures=0,
+        repeats=0,
+        last_action_key="",
+        pending=None,
+        status=None,
+        success=None,
+        answer=None,
+        reason="",
+    )

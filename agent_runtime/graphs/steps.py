@@ -1,0 +1,109 @@
+"""Step bookkeeping for the Mobile-Agent-v3 graph: observations, failure accounting, step records.
+
+Kept apart from the nodes so :mod:`agent_runtime.graphs.mobile_agent_v3` reads as Algorithm 1.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from agent_runtime.events import RoleOutputEvent
+from agent_runtime.graphs.context import RunContext
+from agent_runtime.graphs.state import AgentState, HistoryItem
+from agent_runtime.memory.notes import NoteStore
+from agent_runtime.observation import Observation
+from agent_runtime.roles.caller import RoleResult
+from agent_runtime.traces import StepRecord, Verdict
+
+#: Steps of history kept in state (the Worker sees 5, the stuck block at most this many).
+HISTORY_KEEP = 8
+
+
+def observe(ctx: RunContext, state: AgentState) -> tuple[Observation, str]:
+    """The live observation of the current screen; observed afresh when not cached (resume)."""
+    ref = state.get("screen")
+    obs = ctx.cached(ref)
+    if obs is not None and ref is not None:
+        return obs, ref
+    start = time.perf_counter()
+    obs = ctx.device.observe()
+    ctx.add_device_ms((time.perf_counter() - start) * 1000)
+    ref = ctx.save_new_screen(state.get("step", 0), obs.screenshot)
+    ctx.remember(ref, obs)
+    return obs, ref
+
+
+def role_event(step: int, role: str, result: RoleResult[Any]) -> RoleOutputEvent:
+    return RoleOutputEvent(
+        step=step,
+        role=role,
+        output=result.output.model_dump(mode="json") if result.output is not None else None,
+        error=result.error,
+        attempts=result.attempts,
+        latency_ms=round(result.latency_ms, 2),
+    )
+
+
+def action_text(pending: dict[str, Any]) -> str:
+    action = pending.get("action")
+    if action is None:
+        return "(no valid action: the Worker's reply could not be parsed)"
+    return json.dumps(action, ensure_ascii=False)
+
+
+def account(ctx: RunContext, state: AgentState, pending: dict[str, Any]) -> dict[str, Any]:
+    """Fold a judged step into history and the failure count; end the run on a stalemate."""
+    verdict = pending["verdict"]
+    item = HistoryItem(
+        step=pending["step"],
+        action=action_text(pending),
+        description=pending.get("description", ""),
+        success=verdict["success"],
+        feedback=verdict["feedback"],
+    )
+    history = [*state.get("history", []), item][-HISTORY_KEEP:]
+    failures = 0 if verdict["success"] else state.get("failures", 0) + 1
+    update: dict[str, Any] = {"history": history, "failures": failures}
+    graph = ctx.config.graph
+    if failures >= graph.stuck_after + graph.give_up_after:
+        update.update(
+            status="gave_up",
+            success=False,
+            reason=f"stalemate: {failures} consecutive failed steps",
+        )
+    return update
+
+
+def commit(ctx: RunContext, state: AgentState, pending: dict[str, Any], manager_ms: float = 0.0) -> None:
+    """Write the finished step to steps.jsonl with its measured critical path."""
+    t = dict(pending.get("timings", {}))
+    if manager_ms:
+        t["manager"] = manager_ms
+    t["critical_path"] = (time.time() - pending["t0"]) * 1000
+    device = t.get("execute", 0.0) + t.get("observe", 0.0)
+    model = t.get("worker", 0.0) + t.get("reflect_model", 0.0) + t.get("manager", 0.0)
+    t["model_critical"] = model
+    t["overhead"] = max(0.0, t["critical_path"] - model - device)
+    t["critical_calls"] = float(pending.get("critical_calls", 0) + (1 if manager_ms else 0))
+    verdict = pending.get("verdict")
+    ctx.write_step(
+        StepRecord(
+            step=pending["step"],
+            subgoal=pending.get("subgoal", ""),
+            plan=pending.get("plan", []),
+            completed=pending.get("completed", []),
+            thought=pending.get("thought", ""),
+            description=pending.get("description", ""),
+            before_screen=pending.get("before_screen"),
+            after_screen=pending.get("after_screen"),
+            action=pending.get("action"),
+            action_screen=pending.get("action_screen"),
+            action_result=pending.get("action_result"),
+            verdict=Verdict(**verdict) if verdict else None,
+            notes=NoteStore.from_state(state.get("notes")).render(),
+            format_failure=pending.get("format_failure", False),
+            timings_ms={k: round(v, 3) for k, v in t.items()},
+        )
+    )

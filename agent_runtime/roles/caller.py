@@ -1,0 +1,234 @@
+"""One traced role call: render the prompt, ask the model, parse, re-ask on a parse error.
+
+Every role call in Mobile-Agent-v3 is a single user turn (text + screenshots) with no chat
+history. When the reply cannot be parsed, the caller appends the bad reply and a short message
+naming the problem (``reask.j2``) and asks again, up to ``reask`` times. Every attempt becomes a
+:class:`~agent_runtime.traces.CallRecord` — trainers learn from the failures too. A reply that
+never parses is returned as a failed :class:`RoleResult`, never raised: model output cannot crash
+a run. Failures of the model *endpoint* are infrastructure errors and raise :class:`ModelError`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from pydantic import BaseModel
+
+from agent_runtime.config import ModelConfig
+from agent_runtime.coords import Size
+from agent_runtime.errors import AgentRuntimeError, ConfigError, ModelError, ParseError
+from agent_runtime.roles.templates import PromptTemplate, load_template
+from agent_runtime.traces import CallRecord, Usage
+
+T = TypeVar("T", bound=BaseModel)
+
+#: Longest completion kept verbatim in a re-ask (a runaway reply is cut, not resent whole).
+_REASK_ECHO_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class ImageInput:
+    """A screenshot a role looks at: its PNG bytes and its trace ref (``screens/0003.png``)."""
+
+    png: bytes
+    ref: str
+
+
+@dataclass
+class RoleResult(Generic[T]):
+    """What one role call produced: ``output`` or, after every re-ask failed, ``error``."""
+
+    output: T | None
+    error: str | None = None
+    attempts: int = 1
+    latency_ms: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    completion: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.output is not None
+
+
+def message_text(message: BaseMessage) -> str:
+    """The text of a chat reply whose content may be a string or a list of parts."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = []
+    for part in content:
+        if isinstance(part, str):
+            parts.append(part)
+        elif isinstance(part, dict) and part.get("type") == "text":
+            parts.append(str(part.get("text", "")))
+    return "".join(parts)
+
+
+def _usage(message: BaseMessage) -> Usage:
+    meta = getattr(message, "usage_metadata", None) or {}
+    return Usage(
+        prompt_tokens=int(meta.get("input_tokens", 0)), completion_tokens=int(meta.get("output_tokens", 0))
+    )
+
+
+class RoleCaller:
+    """A role bound to its chat model, model config, prompt template and the run's call log.
+
+    ``template`` may be None for a role that only makes plain text calls (RAG's ``ask_text``).
+
+    ``record`` receives each :class:`CallRecord` (the run's trace writer); ``encode`` turns a
+    screenshot into ``(content part, size the model sees)`` for this model's image budget.
+    Thread-safe as long as the chat model is: the Notetaker runs beside the Reflector.
+    """
+
+    def __init__(
+        self,
+        role: str,
+        chat_model: BaseChatModel,
+        model_config: ModelConfig,
+        template: PromptTemplate | None,
+        *,
+        run_id: str = "",
+        record: Callable[[CallRecord], None] | None = None,
+        reask: int = 2,
+        encode: Callable[[bytes, ModelConfig], tuple[dict[str, Any], Size]] | None = None,
+    ) -> None:
+        self.role = role
+        self.chat_model = chat_model
+        self.model_config = model_config
+        self.template = template
+        self.run_id = run_id
+        self.record = record
+        self.reask = reask
+        self.encode = encode or _encode_image
+        self._reask_template = load_template("reask.j2")
+
+    @property
+    def model_id(self) -> str:
+        return getattr(self.chat_model, "model_name", None) or self.model_config.model
+
+    def call(
+        self,
+        variables: dict[str, Any],
+        parse: Callable[[str], T],
+        *,
+        images: Sequence[ImageInput] = (),
+        step: int,
+        sections: tuple[str, ...] = (),
+        extra: dict[str, Any] | None = None,
+    ) -> RoleResult[T]:
+        """Render, ask, parse; re-ask with the parse error appended; record every attempt."""
+        if self.template is None:
+            raise ConfigError(f"the {self.role} role has no prompt template")
+        prompt = self.template.render(**variables)
+        content: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
+        traced: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
+        for image in images:
+            part, size = self.encode(image.png, self.model_config)
+            content.append(part)
+            traced.append({"type": "image_ref", "ref": image.ref, "size": [size.width, size.height]})
+        messages: list[BaseMessage] = [HumanMessage(content=content)]  # type: ignore[arg-type]
+        trace_messages: list[dict[str, Any]] = [{"role": "user", "content": traced}]
+
+        total_ms = 0.0
+        usage = Usage()
+        error = ""
+        completion = ""
+        for attempt in range(self.reask + 1):
+            reply, latency_ms, model_name = self._invoke(messages, step=step, attempt=attempt)
+            completion = message_text(reply)
+            call_usage = _usage(reply)
+            total_ms += latency_ms
+            usage = usage + call_usage
+            parsed: T | None = None
+            try:
+                parsed = parse(completion)
+            except ParseError as exc:
+                error = exc.message
+            except (ValueError, TypeError) as exc:  # a parser bug must not kill the run either
+                error = f"{type(exc).__name__}: {exc}"
+            if self.record is not None:
+                self.record(
+                    CallRecord(
+                        run_id=self.run_id,
+                        step=step,
+                        role=self.role,
+                        model=model_name,
+                        attempt=attempt,
+                        messages=list(trace_messages),
+                        completion=completion,
+                        parsed=parsed.model_dump(mode="json") if parsed is not None else None,
+                        parse_error=None if parsed is not None else error,
+                        latency_ms=latency_ms,
+                        usage=call_usage,
+                        extra=dict(extra or {}),
+                    )
+                )
+            if parsed is not None:
+                return RoleResult(parsed, None, attempt + 1, total_ms, usage, completion)
+            feedback = self._reask_template.render(error=error, sections=list(sections))
+            echoed = completion[:_REASK_ECHO_CHARS]
+            messages = [*messages, AIMessage(content=echoed), HumanMessage(content=feedback)]
+            trace_messages = [
+                *trace_messages,
+                {"role": "assistant", "content": echoed},
+                {"role": "user", "content": [{"type": "text", "text": feedback}]},
+            ]
+        return RoleResult(None, error, self.reask + 1, total_ms, usage, completion)
+
+    def ask_text(self, prompt: str, *, step: int = -1) -> str:
+        """A plain text call (RAG's query writing and summarising), recorded like the others."""
+        reply, latency_ms, model_name = self._invoke([HumanMessage(content=prompt)], step=step, attempt=0)
+        text = message_text(reply)
+        if self.record is not None:
+            self.record(
+                CallRecord(
+                    run_id=self.run_id,
+                    step=step,
+                    role=self.role,
+                    model=model_name,
+                    messages=[{"role": "user", "content": [{"type": "text", "text": prompt}]}],
+                    completion=text,
+                    parsed={"text": text},
+                    latency_ms=latency_ms,
+                    usage=_usage(reply),
+                )
+            )
+        return text
+
+    def _invoke(
+        self, messages: list[BaseMessage], *, step: int, attempt: int
+    ) -> tuple[BaseMessage, float, str]:
+        config = {
+            "tags": [f"role:{self.role}"],
+            "metadata": {"agent_runtime_role": self.role, "agent_runtime_step": step, "attempt": attempt},
+        }
+        start = time.perf_counter()
+        try:
+            reply = self.chat_model.invoke(messages, config=config)  # type: ignore[arg-type]
+        except AgentRuntimeError:
+            raise
+        except Exception as exc:  # a user-supplied LangChain model may raise anything
+            raise ModelError(
+                f"the {self.role} model call failed: {type(exc).__name__}: {exc}",
+                role=self.role,
+                step=step,
+                hint="check the model endpoint with 'agent-runtime doctor'",
+            ) from exc
+        latency_ms = (time.perf_counter() - start) * 1000
+        meta = getattr(reply, "response_metadata", None) or {}
+        model_name = str(meta.get("model") or meta.get("model_name") or self.model_id)
+        return reply, latency_ms, model_name
+
+
+def _encode_image(png: bytes, model_config: ModelConfig) -> tuple[dict[str, Any], Size]:
+    """Resize with the model's budget and encode once per screenshot (shared LRU cache)."""
+    from agent_runtime.models.images import encode_screenshot
+
+    encoded = encode_screenshot(png, model_config.budget)
+    return encoded.part(), encoded.size

@@ -1,0 +1,78 @@
+"""The Manager (planner): the first plan from the request, then plan updates after every step.
+
+Reply format (GUI-Owl / Mobile-Agent-v3): ``### Thought ###``, ``### Historical Operations ###``
+(later calls only: completed subgoals, newest first) and ``### Plan ###`` — a numbered list, or
+the word ``Finished`` once the request is done. A reply without a Plan section is malformed; a
+Plan section that is present but empty counts as finished (Algorithm 1: an empty subgoal list).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, Field
+
+from agent_runtime.errors import ParseError
+from agent_runtime.role_outputs import ManagerOutput
+from agent_runtime.roles.lists import split_items
+from agent_runtime.roles.sections import split_sections, strip_markup
+
+TEMPLATE = "manager.j2"
+SECTIONS_INIT = ("Thought", "Plan")
+SECTIONS_UPDATE = ("Thought", "Historical Operations", "Plan")
+_HEADINGS = ("Thought", "Historical Operations", "Completed Subgoals", "Plan")
+_FINISHED = re.compile(
+    r"^(?:the\s+)?(?:task\s+|request\s+)?(?:is\s+)?(?:finished|done|completed)\b", re.IGNORECASE
+)
+
+
+class StuckAttempt(BaseModel):
+    """One failed attempt listed in the Potentially Stuck block."""
+
+    action: str
+    description: str = ""
+    feedback: str = ""
+
+
+class ManagerInputs(BaseModel):
+    """Everything ``manager.j2`` renders. ``init`` selects the first-plan form."""
+
+    task: str
+    device_word: str = "phone"
+    init: bool = True
+    knowledge: str = ""
+    completed: list[str] = Field(default_factory=list)
+    plan: list[str] = Field(default_factory=list)
+    last_action: str = ""
+    last_description: str = ""
+    last_outcome: str = ""
+    last_feedback: str = ""
+    notes: str = ""
+    stuck: bool = False
+    stuck_attempts: list[StuckAttempt] = Field(default_factory=list)
+
+
+def parse_manager(text: str) -> ManagerOutput:
+    """Parse a Manager reply; raise :class:`ParseError` when it has no Plan section.
+
+    >>> parse_manager("### Thought ###\\nok\\n### Plan ###\\n1. Open Settings\\n2. Tap Wi-Fi").plan
+    ['Open Settings', 'Tap Wi-Fi']
+    >>> parse_manager("## Plan\\n**Finished**").finished
+    True
+    """
+    sections = split_sections(text, _HEADINGS)
+    if "plan" not in sections:
+        raise ParseError(
+            "the reply has no '### Plan ###' section",
+            hint="answer with ### Thought ###, ### Historical Operations ### and ### Plan ###",
+        )
+    plan_text = sections["plan"]
+    items = split_items(plan_text)
+    finished = not items or (len(items) == 1 and bool(_FINISHED.match(strip_markup(items[0]))))
+    completed_text = sections.get("historical operations", sections.get("completed subgoals", ""))
+    return ManagerOutput(
+        thought=sections.get("thought", ""),
+        completed=split_items(completed_text),
+        plan=[] if finished else items,
+        finished=finished,
+    )

@@ -1,0 +1,68 @@
+"""Role prompt templates: Jinja files shipped with the package, overridable per role.
+
+Templates render with ``StrictUndefined``, so a template that names a variable the role does not
+provide fails loudly (as a :class:`ConfigError` naming the file) instead of sending a prompt with
+a hole in it. ``[roles.worker] prompt = "my_worker.j2"`` replaces the built-in template.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from agent_runtime.errors import ConfigError
+
+_PROMPTS_PACKAGE = "agent_runtime.roles"
+_PROMPTS_DIR = "prompts"
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader(_PROMPTS_PACKAGE, _PROMPTS_DIR),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+        autoescape=False,
+    )
+
+
+class PromptTemplate:
+    """A compiled template plus where it came from (for error messages and traces)."""
+
+    def __init__(self, template: jinja2.Template, source: str) -> None:
+        self._template = template
+        self.source = source
+
+    def render(self, **variables: Any) -> str:
+        try:
+            return self._template.render(**variables).strip() + "\n"
+        except jinja2.UndefinedError as exc:
+            raise ConfigError(
+                f"prompt template {self.source} uses an undefined variable: {exc.message}",
+                hint="a role's template may only use the variables listed at its top",
+            ) from None
+        except jinja2.TemplateError as exc:
+            raise ConfigError(f"prompt template {self.source} failed to render: {exc}") from None
+
+
+def load_template(name: str, override: Path | None = None) -> PromptTemplate:
+    """The built-in template ``name`` (``"worker.j2"``), or the file ``override`` when given."""
+    env = _environment()
+    if override is None:
+        return PromptTemplate(env.get_template(name), f"<built-in {name}>")
+    path = Path(override).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read prompt template {path}: {exc}", hint="check [roles.*] prompt"
+        ) from None
+    try:
+        return PromptTemplate(env.from_string(text), str(path))
+    except jinja2.TemplateSyntaxError as exc:
+        raise ConfigError(f"prompt template {path} line {exc.lineno}: {exc.message}") from None

@@ -1,0 +1,245 @@
+"""The Worker (executor): one action for the current subgoal, in the model's coordinate space.
+
+Reply format: ``### Thought ###``, ``### Action ###`` (one JSON object) and
+``### Description ###`` (becomes the Reflector's expectation). GUI-Owl's single-model form —
+``<thinking>…</thinking><tool_call>{"name": "mobile_use", "arguments": {…}}</tool_call>
+<conclusion>…</conclusion>`` — is read too. The prompt lists only the actions of the device's
+platform and the parser rejects any other, so a desktop-only action never reaches a phone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agent_runtime.actions import parse_action
+from agent_runtime.coords import CoordSpace, ImageBudget, Size
+from agent_runtime.errors import ActionParseError, ParseError
+from agent_runtime.jsonish import extract_json_object
+from agent_runtime.role_outputs import WorkerOutput
+from agent_runtime.roles.sections import split_sections
+
+TEMPLATE = "worker.j2"
+SECTIONS = ("Thought", "Action", "Description")
+_HEADINGS = ("Thought", "Action", "Description", "Summary")
+_TAG = re.compile(r"<(?P<tag>thinking|think|tool_call|conclusion)>(?P<body>.*?)(?:</(?P=tag)>|$)", re.DOTALL)
+
+
+class ActionSpec(BaseModel):
+    """One action as the Worker prompt lists it."""
+
+    name: str
+    signature: str
+    description: str
+
+
+_SPECS: dict[str, ActionSpec] = {
+    s.name: s
+    for s in (
+        ActionSpec(
+            name="click", signature='{"action": "click", "coordinate": [x, y]}', description="Tap the point."
+        ),
+        ActionSpec(
+            name="long_press",
+            signature='{"action": "long_press", "coordinate": [x, y]}',
+            description="Press and hold the point.",
+        ),
+        ActionSpec(
+            name="swipe",
+            signature='{"action": "swipe", "coordinate": [x1, y1], "coordinate2": [x2, y2]}',
+            description="Swipe from the first point to the second (swipe up to scroll down).",
+        ),
+        ActionSpec(
+            name="type",
+            signature='{"action": "type", "text": "..."}',
+            description="Type text into the focused input field (tap the field first).",
+        ),
+        ActionSpec(
+            name="system_button",
+            signature='{"action": "system_button", "button": "Back" | "Home" | "Menu" | "Enter"}',
+            description="Press a system button.",
+        ),
+        ActionSpec(
+            name="open_app",
+            signature='{"action": "open_app", "text": "app name"}',
+            description="Open an app by its name.",
+        ),
+        ActionSpec(
+            name="wait", signature='{"action": "wait", "time": seconds}', description="Wait for the screen."
+        ),
+        ActionSpec(
+            name="answer",
+            signature='{"action": "answer", "text": "..."}',
+            description="Answer the user's question; ends the task.",
+        ),
+        ActionSpec(
+            name="terminate",
+            signature='{"action": "terminate", "status": "success" | "failure"}',
+            description="End the task, saying whether it succeeded.",
+        ),
+        ActionSpec(
+            name="double_click",
+            signature='{"action": "double_click", "coordinate": [x, y]}',
+            description="Double-click the point.",
+        ),
+        ActionSpec(
+            name="right_click",
+            signature='{"action": "right_click", "coordinate": [x, y]}',
+            description="Right-click the point.",
+        ),
+        ActionSpec(
+            name="middle_click",
+            signature='{"action": "middle_click", "coordinate": [x, y]}',
+            description="Middle-click the point.",
+        ),
+        ActionSpec(
+            name="mouse_move",
+            signature='{"action": "mouse_move", "coordinate": [x, y]}',
+            description="Move the pointer to the point.",
+        ),
+        ActionSpec(
+            name="drag",
+            signature='{"action": "drag", "coordinate": [x1, y1], "coordinate2": [x2, y2]}',
+            description="Drag from the first point to the second.",
+        ),
+        ActionSpec(
+            name="scroll",
+            signature='{"action": "scroll", "pixels": n, "coordinate": [x, y]}',
+            description="Scroll n notches (-5..5, positive = up) at the point.",
+        ),
+        ActionSpec(
+            name="key",
+            signature='{"action": "key", "keys": ["ctrl", "c"]}',
+            description="Press keys together.",
+        ),
+    )
+}
+
+#: Actions each platform offers, in prompt order.
+PLATFORM_ACTIONS: dict[str, tuple[str, ...]] = {
+    "mobile": (
+        "click",
+        "long_press",
+        "swipe",
+        "type",
+        "system_button",
+        "open_app",
+        "wait",
+        "answer",
+        "terminate",
+    ),
+    "desktop": (
+        "click",
+        "double_click",
+        "right_click",
+        "middle_click",
+        "mouse_move",
+        "drag",
+        "scroll",
+        "type",
+        "key",
+        "wait",
+        "answer",
+        "terminate",
+    ),
+}
+
+
+def action_specs(platform: str) -> list[ActionSpec]:
+    """The action list the Worker prompt shows for ``platform`` (mobile | desktop)."""
+    return [_SPECS[name] for name in PLATFORM_ACTIONS.get(platform, PLATFORM_ACTIONS["mobile"])]
+
+
+_PIXELS_NOTE = "The screen's resolution is {w}x{h}; coordinates are pixels from the top-left."
+
+
+def screen_note(space: CoordSpace, screen: Size, budget: ImageBudget) -> str:
+    """How the prompt declares the coordinate space — the size *the model* works in."""
+    match space:
+        case CoordSpace.PIXELS:
+            return _PIXELS_NOTE.format(w=screen.width, h=screen.height)
+        case CoordSpace.PIXELS_RESIZED:
+            r = budget.resized(screen)
+            return _PIXELS_NOTE.format(w=r.width, h=r.height)
+        case CoordSpace.RELATIVE_1000:
+            return (
+                "Coordinates are relative: x and y range from 0 to 1000, "
+                "(0, 0) is top-left, (1000, 1000) bottom-right."
+            )
+        case CoordSpace.NORMALIZED:
+            return (
+                "Coordinates are normalized: x and y range from 0.0 to 1.0, "
+                "(0, 0) is top-left, (1, 1) bottom-right."
+            )
+    raise ValueError(f"unknown coordinate space {space!r}")
+
+
+class HistoryEntry(BaseModel):
+    """One line of ``### Latest Action History ###``."""
+
+    action: str
+    description: str = ""
+    outcome: str = "Successful"
+    feedback: str = ""
+
+
+class WorkerInputs(BaseModel):
+    """Everything ``worker.j2`` renders."""
+
+    task: str
+    device_word: str = "phone"
+    plan: list[str] = Field(default_factory=list)
+    subgoal: str = ""
+    completed: list[str] = Field(default_factory=list)
+    notes: str = ""
+    screen_note: str
+    actions: list[ActionSpec]
+    history: list[HistoryEntry] = Field(default_factory=list)
+    last_feedback: str = ""
+
+
+def _action_source(text: str) -> tuple[str, dict[str, str]]:
+    """Where the action JSON is, plus thought/description from GUI-Owl tags when present."""
+    tags = {m.group("tag"): m.group("body").strip() for m in _TAG.finditer(text)}
+    sections = split_sections(text, _HEADINGS)
+    extra = {
+        "thought": sections.get("thought") or tags.get("thinking") or tags.get("think", ""),
+        "description": sections.get("description") or sections.get("summary") or tags.get("conclusion", ""),
+    }
+    if "action" in sections and "{" in sections["action"]:
+        return sections["action"], extra
+    if "tool_call" in tags:
+        return tags["tool_call"], extra
+    return text, extra
+
+
+def parse_worker(text: str, platform: str = "mobile") -> WorkerOutput:
+    """Parse a Worker reply into one action allowed on ``platform``.
+
+    >>> parse_worker("### Action ###\\n{'action': 'click', 'coordinate': [5, 9]}").action
+    Click(action='click', coordinate=(5.0, 9.0))
+    """
+    source, extra = _action_source(text)
+    try:
+        raw: dict[str, Any] = extract_json_object(source)
+    except ParseError as exc:
+        raise ActionParseError(
+            f"no action JSON object found ({exc.message})",
+            field="action",
+            hint='write one object under ### Action ###, e.g. {"action": "click", "coordinate": [x, y]}',
+        ) from None
+    action = parse_action(raw)
+    if "arguments" in raw and isinstance(raw.get("name"), str) and isinstance(raw["arguments"], dict):
+        raw = raw["arguments"]
+    allowed = PLATFORM_ACTIONS.get(platform, PLATFORM_ACTIONS["mobile"])
+    if action.action not in allowed:
+        raise ActionParseError(
+            f"action {action.action!r} is not available on this {platform} device",
+            field="action",
+            hint=f"use one of: {', '.join(allowed)}",
+        )
+    return WorkerOutput(
+        thought=extra["thought"], action=action, raw_action=raw, description=extra["description"]
+    )

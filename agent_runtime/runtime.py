@@ -1,0 +1,451 @@
+"""The Python API: ``Runtime(config).run(task, device=...)`` → :class:`RunResult`.
+
+A :class:`Runtime` turns a :class:`~agent_runtime.config.RuntimeConfig` into runs of the
+Mobile-Agent-v3 graph. Each run gets its own directory (``run.json``, ``steps.jsonl``,
+``calls.jsonl``, ``screens/``, ``checkpoint.sqlite``), its own device context and its own
+checkpointer, so runtimes — or several runs of one runtime — can work side by side in threads.
+
+* ``run(task, device=...)`` runs to the end; ``arun`` is the same in a worker thread.
+* ``stream(task, device=...)`` yields typed :mod:`~agent_runtime.events` as the run goes.
+* ``resume(run_id)`` continues a run that was killed or stopped by an infrastructure error.
+
+Infrastructure errors (a dead model server after its retries, a lost device) end the run with
+status ``"error"`` — recorded in run.json and returned, not raised. Bugs are recorded and raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from collections.abc import Generator, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_runtime.config import Role, RuntimeConfig
+from agent_runtime.device import Device
+from agent_runtime.errors import AgentRuntimeError, ConfigError, TraceError
+from agent_runtime.events import Event, Notice, RunFinished, RunStarted
+from agent_runtime.traces import RunRecord, RunStatus, TraceWriter, Usage, find_run, load_run, new_run_id
+
+if TYPE_CHECKING:
+    from agent_runtime.graphs.context import RunContext
+
+_ROLE_TEMPLATES: dict[str, str] = {
+    "manager": "manager.j2",
+    "worker": "worker.j2",
+    "reflector": "reflector.j2",
+    "notetaker": "notetaker.j2",
+}
+_OPTIONAL_ROLES = ("reflector", "notetaker", "rag")
+_RESUMABLE = ("running", "error")
+
+
+class RunResult(BaseModel):
+    """How a run ended. ``success`` is True only for status ``completed`` with success."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    task: str
+    status: RunStatus
+    success: bool
+    answer: str | None = None
+    steps: int = 0
+    run_dir: Path
+    reason: str = ""
+    error: dict[str, Any] | None = None
+    tokens: Usage = Usage()
+    timings: dict[str, float] = Field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        """The object ``agent-runtime run --json`` prints."""
+        return {
+            "run_id": self.run_id,
+            "success": self.success,
+            "status": self.status,
+            "answer": self.answer,
+            "steps": self.steps,
+            "run_dir": str(self.run_dir),
+        }
+
+
+class Runtime:
+    """Runs tasks with the roles, models and limits of one configuration.
+
+    ``models`` maps role names to LangChain chat models you built yourself; roles without an
+    entry get :func:`agent_runtime.models.make_chat_model` for their configured model (one
+    client per distinct model config, reused across runs).
+    """
+
+    def __init__(
+        self,
+        config: RuntimeConfig | None = None,
+        *,
+        models: Mapping[str, Any] | None = None,
+        runs_dir: Path | str | None = None,
+    ) -> None:
+        self.config = config or RuntimeConfig()
+        self.runs_dir = Path(runs_dir if runs_dir is not None else self.config.runs.dir).expanduser()
+        unknown = set(models or {}) - {"manager", "worker", "reflector", "notetaker", "rag"}
+        if unknown:
+            raise ConfigError(f"models given for unknown roles: {', '.join(sorted(unknown))}")
+        self._user_models = dict(models or {})
+        self._clients: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    # -- public API -----------------------------------------------------------------------------
+    def run(
+        self, task: str, *, device: Device | str | None = None, max_steps: int | None = None
+    ) -> RunResult:
+        """Run ``task`` to the end on ``device`` (a Device or a spec like ``simphone:3``)."""
+        return _drain(self._execute(task=task, device=device, max_steps=max_steps))
+
+    async def arun(
+        self, task: str, *, device: Device | str | None = None, max_steps: int | None = None
+    ) -> RunResult:
+        """:meth:`run` in a worker thread, for asyncio applications."""
+        return await asyncio.to_thread(self.run, task, device=device, max_steps=max_steps)
+
+    def stream(
+        self, task: str, *, device: Device | str | None = None, max_steps: int | None = None
+    ) -> Iterator[Event]:
+        """Run ``task`` and yield its events; the last one is :class:`RunFinished`."""
+        yield from self._execute(task=task, device=device, max_steps=max_steps)
+
+    def resume(self, run_id: str, *, device: Device | str | None = None) -> RunResult:
+        """Continue a killed or errored run from its last checkpoint."""
+        return _drain(self._execute(resume=run_id, device=device))
+
+    def stream_resume(self, run_id: str, *, device: Device | str | None = None) -> Iterator[Event]:
+        """:meth:`resume`, yielding events."""
+        yield from self._execute(resume=run_id, device=device)
+
+    # -- building a run -------------------------------------------------------------------------
+    def _chat_model(self, role: Role) -> Any:
+        if role in self._user_models:
+            return self._user_models[role]
+        cfg = self.config.model_for(role)
+        key = cfg.model_dump_json()
+        with self._lock:
+            if key not in self._clients:
+                from agent_runtime.models import make_chat_model
+
+                self._clients[key] = make_chat_model(cfg)
+            return self._clients[key]
+
+    def _enabled(self, role: Role) -> bool:
+        return role not in _OPTIONAL_ROLES or self.config.role(role).enabled
+
+    def _callers(self, run_id: str, record: Any) -> dict[str, Any]:
+        from agent_runtime.roles.caller import RoleCaller
+        from agent_runtime.roles.templates import load_template
+
+        callers: dict[str, RoleCaller] = {}
+        for role in ("manager", "worker", "reflector", "notetaker", "rag"):
+            if not self._enabled(role):  # type: ignore[arg-type]
+                continue
+            if role in ("manager", "worker") and not self.config.role(role).enabled:
+                raise ConfigError(f"the {role} role cannot be disabled")
+            override = self.config.role(role).prompt  # type: ignore[arg-type]
+            template = load_template(_ROLE_TEMPLATES[role], override) if role in _ROLE_TEMPLATES else None
+            callers[role] = RoleCaller(
+                role,
+                self._chat_model(role),  # type: ignore[arg-type]
+                self.config.model_for(role),  # type: ignore[arg-type]
+                template,
+                run_id=run_id,
+                record=record,
+                reask=self.config.graph.reask,
+            )
+        return callers
+
+    def _models_record(self, callers: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for role, caller in callers.items():
+            entry = caller.model_config.public()
+            entry.update(model_id=caller.model_id, prompt=caller.template.source if caller.template else None)
+            out[role] = entry
+        return out
+
+    def _device(self, device: Device | str | None, fallback_spec: str | None = None) -> tuple[Device, bool]:
+        """The device to use and whether this runtime owns it (and must close it)."""
+        if isinstance(device, Device):
+            return device, False
+        spec = device or fallback_spec or self.config.device.spec
+        if not isinstance(spec, str):
+            raise ConfigError(f"device must be a Device or a spec string, got {type(device).__name__}")
+        from agent_runtime.devices.registry import resolve_device
+
+        return resolve_device(spec, **self.config.device.options), True
+
+    # -- the run loop ---------------------------------------------------------------------------
+    def _prepare(
+        self, task: str | None, resume: str | None, device: Device | str | None, max_steps: int | None
+    ) -> _Plan:
+        """Validate the request and pick run id, directory and device — before anything is written."""
+        if resume is not None:
+            run_dir = find_run(self.runs_dir, resume)
+            loaded = load_run(run_dir)
+            previous = loaded.run
+            if previous.status not in _RESUMABLE:
+                raise ConfigError(
+                    f"run {previous.run_id} already ended with status {previous.status!r}",
+                    hint="only runs that were interrupted or stopped by an error can be resumed",
+                )
+            if not (run_dir / "checkpoint.sqlite").is_file():
+                raise TraceError(f"run {previous.run_id} has no checkpoint.sqlite to resume from")
+            dev, owned = self._device(device, previous.device.get("spec"))
+            return _Plan(
+                previous.run_id,
+                run_dir,
+                previous.task,
+                self.config.graph.max_steps,
+                dev,
+                owned,
+                previous,
+                {s.step for s in loaded.steps},
+            )
+        if not task or not task.strip():
+            raise ConfigError("the task is empty", hint="describe what the agent should do")
+        limit = max_steps if max_steps is not None else self.config.graph.max_steps
+        if limit < 1:
+            raise ConfigError(f"max_steps must be at least 1, got {limit}")
+        run_id = new_run_id()
+        dev, owned = self._device(device)
+        return _Plan(run_id, self.runs_dir / run_id, task, limit, dev, owned)
+
+    def _execute(
+        self,
+        *,
+        task: str | None = None,
+        resume: str | None = None,
+        device: Device | str | None = None,
+        max_steps: int | None = None,
+    ) -> Generator[Event, None, RunResult]:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        from agent_runtime.graphs.context import RunContext
+        from agent_runtime.graphs.mobile_agent_v3 import build_graph
+
+        plan = self._prepare(task, resume, device, max_steps)
+        writer: TraceWriter | None = None
+        conn: sqlite3.Connection | None = None
+        ctx: RunContext | None = None
+        record: RunRecord | None = None
+        started = time.time()
+        try:
+            platform = getattr(plan.device, "platform", "mobile")
+            sink: list[RunContext] = []
+            callers = self._callers(plan.run_id, lambda rec: sink[0].record_call(rec))
+            writer = TraceWriter(plan.run_dir, sensitive=self.config.memory.sensitive)
+            ctx = RunContext(
+                run_id=plan.run_id,
+                device=plan.device,
+                writer=writer,
+                config=self.config,
+                callers=callers,
+                worker_model=self.config.model_for("worker"),
+                platform=platform,
+                device_word="computer" if platform == "desktop" else "phone",
+                steps_written=plan.written,
+                resumed=plan.previous is not None,
+            )
+            sink.append(ctx)
+            info = plan.device.info()
+            record = (plan.previous or RunRecord(run_id=plan.run_id, task=plan.task)).model_copy(
+                update={
+                    "status": "running",
+                    "error": None,
+                    "finished_at": None,
+                    "device": info.model_dump(mode="json"),
+                    "models": self._models_record(callers),
+                    "config": self.config.public(),
+                }
+            )
+            writer.write_run(record)
+            conn = sqlite3.connect(plan.run_dir / "checkpoint.sqlite", check_same_thread=False)
+            # WAL (set by SqliteSaver) + synchronous=NORMAL survives a killed process, which is
+            # what resume needs, without an fsync per checkpoint (only power loss can lose one).
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            app = build_graph(SqliteSaver(conn))
+            yield RunStarted(
+                run_id=plan.run_id,
+                task=plan.task,
+                run_dir=str(plan.run_dir),
+                device=info.spec,
+                resumed=plan.previous is not None,
+            )
+            graph_config: dict[str, Any] = {"configurable": {"thread_id": plan.run_id}}
+            graph_input = yield from _graph_input(app, graph_config, plan, platform)
+            limit = (graph_input or app.get_state(graph_config).values).get("max_steps", plan.max_steps)  # type: ignore[arg-type]
+            graph_config["recursion_limit"] = limit * 6 + 20
+            yield from app.stream(
+                graph_input,
+                graph_config,  # type: ignore[arg-type]
+                context=ctx,
+                stream_mode="custom",
+                durability="sync",
+            )
+            final = app.get_state(graph_config).values  # type: ignore[arg-type]
+            ctx.close()
+            status = final.get("status") or "error"
+            record = self._finish(
+                record,
+                ctx,
+                started,
+                status=status,
+                success=bool(final.get("success")) and status == "completed",
+                answer=final.get("answer"),
+                reason=final.get("reason", ""),
+            )
+            if self._enabled("rag"):
+                from agent_runtime.roles.rag import record_experience
+
+                remembered = record_experience(plan.run_dir, self.config.memory)
+                if remembered:
+                    yield Notice(message=remembered)
+        except AgentRuntimeError as exc:
+            if record is None or ctx is None:
+                raise
+            ctx.close()
+            record = self._finish(
+                record, ctx, started, status="error", reason=exc.message, error=exc.to_dict()
+            )
+        except Exception as exc:
+            if record is not None and ctx is not None:
+                ctx.close()
+                error = {
+                    "type": type(exc).__name__,
+                    "message": str(exc),
+                    "hint": "this is a bug; please report it",
+                }
+                self._finish(
+                    record, ctx, started, status="error", reason=f"internal error: {exc}", error=error
+                )
+            raise
+        finally:
+            if ctx is not None:
+                ctx.close()
+            if writer is not None:
+                writer.close()
+            if conn is not None:
+                conn.close()
+            if plan.owned:
+                plan.device.close()
+        result = RunResult(
+            run_id=record.run_id,
+            task=record.task,
+            status=record.status,
+            success=bool(record.success),
+            answer=record.answer,
+            steps=record.steps,
+            run_dir=plan.run_dir,
+            reason=_reason(record),
+            error=record.error,
+            tokens=record.tokens,
+            timings=record.timings,
+        )
+        yield RunFinished(
+            run_id=result.run_id,
+            status=result.status,
+            success=result.success,
+            answer=result.answer,
+            steps=result.steps,
+            reason=result.reason,
+            run_dir=str(plan.run_dir),
+            error=result.error,
+        )
+        return result
+
+    def _finish(
+        self,
+        record: RunRecord,
+        ctx: RunContext,
+        started: float,
+        *,
+        status: RunStatus,
+        reason: str,
+        success: bool = False,
+        answer: str | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> RunRecord:
+        """Write the final run.json: outcome, totals (accumulated across resumes), error."""
+        previous = record.timings
+        timings = {
+            "total_ms": previous.get("total_ms", 0.0) + (time.time() - started) * 1000,
+            "model_ms": previous.get("model_ms", 0.0) + ctx.model_ms,
+            "device_ms": previous.get("device_ms", 0.0) + ctx.device_ms,
+            "calls": previous.get("calls", 0.0) + ctx.calls,
+        }
+        done = record.model_copy(
+            update={
+                "status": status,
+                "success": success,
+                "answer": answer,
+                "steps": len(ctx.steps_written),
+                "finished_at": time.time(),
+                "timings": timings,
+                "tokens": record.tokens + ctx.usage,
+                "error": error,
+                "reason": reason,
+            }
+        )
+        ctx.writer.write_run(done)
+        return done
+
+
+@dataclass
+class _Plan:
+    """What a run will be: validated before any file is written."""
+
+    run_id: str
+    run_dir: Path
+    task: str
+    max_steps: int
+    device: Device
+    owned: bool
+    previous: RunRecord | None = None
+    written: set[int] = field(default_factory=set)
+
+
+def _graph_input(
+    app: Any, graph_config: dict[str, Any], plan: _Plan, platform: str
+) -> Generator[Event, None, Any]:
+    """The graph's input: a fresh state, or None to continue from the last checkpoint.
+
+    A run killed while its action was being executed is not replayed blind — the action may or
+    may not have reached the device — so it is moved back to before the Worker's choice, and
+    the Worker decides again from a fresh look at the screen.
+    """
+    from agent_runtime.graphs.mobile_agent_v3 import initial_state
+
+    if plan.previous is None:
+        return initial_state(plan.task, platform=platform, max_steps=plan.max_steps)
+    snapshot = app.get_state(graph_config)
+    if not snapshot.values:  # killed before the first checkpoint
+        return initial_state(plan.task, platform=platform, max_steps=plan.max_steps)
+    if "execute" in snapshot.next:
+        app.update_state(graph_config, {"pending": None}, as_node="plan")
+        yield Notice(message="resumed before the interrupted action; the Worker decides again")
+    else:
+        yield Notice(message=f"resuming at {', '.join(snapshot.next) or 'the end'}")
+    return None
+
+
+def _reason(record: RunRecord) -> str:
+    extra = record.model_extra or {}
+    return str(extra.get("reason", ""))
+
+
+def _drain(gen: Generator[Event, None, RunResult]) -> RunResult:
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]

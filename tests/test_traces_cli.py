@@ -1,0 +1,137 @@
+"""``agent-runtime traces list|show|export`` over runs written by the runtime."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from agent_runtime.cli import app
+from agent_runtime.devices.simphone import SimPhone
+from agent_runtime.runtime import Runtime
+from agent_runtime.traces import load_run
+from tests.doubles import ScriptedChatModel, manager_reply, notetaker_reply, worker_reply
+from tests.test_graph import make_config
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    ok = ScriptedChatModel(
+        script={
+            "manager": [manager_reply(["Open Settings"]), manager_reply("Finished")],
+            "worker": ["not an action", worker_reply({"action": "open_app", "text": "Settings"}, "open it")],
+            "reflector": "### Outcome ###\nA",
+            "notetaker": notetaker_reply("- Settings open"),
+        }
+    )
+    bad = ScriptedChatModel(
+        script={
+            "manager": manager_reply(["Stop"]),
+            "worker": worker_reply({"action": "terminate", "status": "failure"}),
+            "reflector": "A",
+            "notetaker": "None",
+        }
+    )
+    results = []
+    for model, task in ((ok, "Open Settings"), (bad, "Do the impossible")):
+        rt = Runtime(
+            make_config(),
+            models=dict.fromkeys(("manager", "worker", "reflector", "notetaker"), model),
+            runs_dir=root,
+        )
+        results.append(rt.run(task, device=SimPhone(seed=0)))
+    return root, results
+
+
+def test_list_shows_every_run(runs):
+    root, results = runs
+    res = runner.invoke(app, ["traces", "list", "--runs-dir", str(root)])
+    assert res.exit_code == 0, res.output
+    for r in results:
+        assert r.run_id in res.output
+    assert "completed" in res.output and "failed" in res.output
+    res = runner.invoke(app, ["traces", "list", "--runs-dir", str(root), "--json"])
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [r["status"] for r in rows] == ["completed", "failed"] and rows[0]["success"] is True
+
+
+def test_show_summarises_a_run(runs):
+    root, (ok, _) = runs
+    res = runner.invoke(app, ["traces", "show", ok.run_id[:17], "--runs-dir", str(root)], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert ok.run_id in out and "Open Settings" in out and "completed" in out
+    assert "pixels_resized" in out and "open_app" in out
+    # The worker's first reply did not parse: the roles table counts it.
+    worker_row = next(line for line in out.splitlines() if line.strip("│ ").startswith("worker"))
+    assert worker_row.split("│")[-2].strip() == "1"
+
+
+def test_export_writes_one_role_with_resolvable_images(runs, tmp_path):
+    root, (ok, failed) = runs
+    out = tmp_path / "worker.jsonl"
+    res = runner.invoke(
+        app, ["traces", "export", "--role", "worker", "--out", str(out), "--runs-dir", str(root)]
+    )
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 3  # ok run: a bad reply then its re-ask; failed run: one call
+    assert {r["run_id"] for r in rows} == {ok.run_id, failed.run_id}
+    assert all(r["role"] == "worker" for r in rows)
+    bad = [r for r in rows if r["parse_error"]]
+    assert len(bad) == 1 and bad[0]["completion"] == "not an action"
+    image = rows[0]["messages"][0]["content"][1]
+    assert image["type"] == "image_ref" and open(image["path"], "rb").read(4) == b"\x89PNG"
+    assert {r["run_success"] for r in rows} == {True, False}
+
+    valid = tmp_path / "valid.jsonl"
+    runner.invoke(
+        app,
+        [
+            "traces",
+            "export",
+            "--role",
+            "worker",
+            "--out",
+            str(valid),
+            "--runs-dir",
+            str(root),
+            "--valid-only",
+        ],
+    )
+    assert len(valid.read_text().splitlines()) == 2
+
+
+def test_errors_are_messages_not_tracebacks(runs, tmp_path):
+    root, _ = runs
+    res = runner.invoke(app, ["traces", "show", "nope", "--runs-dir", str(root)])
+    assert res.exit_code == 1 and "no run matching" in res.output
+    res = runner.invoke(
+        app,
+        [
+            "traces",
+            "export",
+            "--role",
+            "planner",
+            "--out",
+            str(tmp_path / "x.jsonl"),
+            "--runs-dir",
+            str(root),
+        ],
+    )
+    assert res.exit_code == 2 and "unknown role" in res.output
+
+
+def test_torn_last_line_is_skipped(runs):
+    root, (ok, _) = runs
+    calls = ok.run_dir / "calls.jsonl"
+    before = len(load_run(ok.run_dir).calls)
+    with calls.open("a") as fh:
+        fh.write('{"schema_version": 1, "run_id": "x", "st')
+    assert len(load_run(ok.run_dir).calls) == before
+    res = runner.invoke(app, ["traces", "show", ok.run_id, "--runs-dir", str(root)])
+    assert res.exit_code == 0
