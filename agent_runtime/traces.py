@@ -292,6 +292,21 @@ def load_run(path: Path | str) -> LoadedRun:
     )
 
 
+def annotate_run(path: Path | str, **fields: Any) -> RunRecord:
+    """Set top-level fields of an existing run.json (e.g. ``eval`` after judging) atomically.
+
+    Used by harnesses that learn something about a run after it ended: the eval harness writes
+    the task checker's verdict here so trainers and experience memory trust it over the agent's
+    own status.
+    """
+    run = load_run(path)
+    record = run.run.model_copy(update=fields)
+    tmp = run.dir / "run.json.tmp"
+    tmp.write_text(record.model_dump_json(indent=2), encoding="utf-8")
+    os.replace(tmp, run.dir / "run.json")
+    return record
+
+
 def iter_runs(runs_dir: Path | str) -> Iterator[Path]:
     """Run directories under ``runs_dir``, oldest first."""
     root = Path(runs_dir)

@@ -153,6 +153,19 @@ def test_agent_policy_runs_the_runtime_over_http(tmp_path):
     assert result.success and result.status == "completed" and result.steps == 1, result
     assert result.answer and result.expected_answer and result.expected_answer in result.answer
     assert report.policy == "agent" and len(list((tmp_path / "runs").iterdir())) == 1
+    # The checker's verdict is written into the trace for trainers and memory.
+    from agent_runtime.traces import iter_runs, load_run
+
+    (run_dir,) = iter_runs(tmp_path / "runs")
+    verdict = load_run(run_dir).run.eval
+    assert verdict is not None and verdict["task_success"] is True and verdict["task"] == "ShopPriceQuestion"
+
+
+def test_agent_policy_never_records_experience():
+    from agent_runtime.config import RuntimeConfig
+
+    policy = AgentPolicy(RuntimeConfig())
+    assert policy.config.memory.experience is False
 
 
 # -- the CLI ---------------------------------------------------------------------------------------

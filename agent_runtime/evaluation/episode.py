@@ -31,6 +31,7 @@ class Outcome(BaseModel):
     answer: str | None = Field(None, description="the answer given (question tasks)")
     steps: int = Field(0, ge=0, description="actions executed (answer included, terminate not)")
     status: str = Field("success", description="how the policy ended: success, failure, max_steps, …")
+    run_dir: str | None = Field(None, description="the run's trace directory, when the policy wrote one")
 
 
 class Policy(Protocol):
@@ -144,12 +145,17 @@ class AgentPolicy:
     name = "agent"
 
     def __init__(self, config: RuntimeConfig) -> None:
-        self.config = config
+        # Evaluation must not learn from the tasks it measures: no experience is recorded.
+        self.config = config.model_copy(
+            update={"memory": config.memory.model_copy(update={"experience": False})}
+        )
         self._runtime = _runtime_class()
 
     def __call__(self, task: Task, device: Device) -> Outcome:
         result = self._runtime(self.config).run(task.goal, device=device, max_steps=task.max_steps)
-        return Outcome(answer=result.answer, steps=result.steps, status=str(result.status))
+        return Outcome(
+            answer=result.answer, steps=result.steps, status=str(result.status), run_dir=str(result.run_dir)
+        )
 
 
 def policy_name(policy: Policy) -> str:

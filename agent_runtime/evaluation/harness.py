@@ -31,6 +31,7 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
     """
     from agent_runtime.devices.simphone import SimPhone
     from agent_runtime.devices.simphone.tasks import make_task, split_of
+    from agent_runtime.traces import annotate_run
 
     task = make_task(name, seed)
     started = time.perf_counter()
@@ -42,6 +43,12 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
         outcome = policy(task, phone)
         answer, steps, status = outcome.answer, outcome.steps, outcome.status
         score = float(task.is_successful(phone, answer))
+        if outcome.run_dir:
+            # The checker's verdict outranks the agent's own status for trainers and memory.
+            annotate_run(
+                outcome.run_dir,
+                eval={"task": name, "seed": seed, "split": split_of(task), "task_success": score >= 1.0, "score": score},
+            )
     except (ConfigError, DependencyError):
         raise
     except Exception as exc:  # recorded, see the docstring
