@@ -67,7 +67,9 @@ class ModelConfig(_Strict):
 class RoleConfig(_Strict):
     """A role's binding: a model by name or inline fields, plus per-role options."""
 
-    model: str | None = Field(None, description="a [models.NAME] entry, or the served id when base_url is set")
+    model: str | None = Field(
+        None, description="a [models.NAME] entry, or the served id when base_url is set"
+    )
     base_url: str | None = None
     api_key: str | None = None
     coords: CoordSpace | None = None
@@ -90,10 +92,14 @@ class GraphConfig(_Strict):
 
     name: Literal["mobile_agent_v3"] = "mobile_agent_v3"
     max_steps: int = Field(25, ge=1, le=1000, description="hard step budget")
-    stuck_after: int = Field(2, ge=1, description="consecutive failures that show the Potentially Stuck block")
+    stuck_after: int = Field(
+        2, ge=1, description="consecutive failures that show the Potentially Stuck block"
+    )
     give_up_after: int = Field(3, ge=1, description="further consecutive failures that end the run")
     repeat_limit: int = Field(4, ge=2, description="identical actions in a row that count as a stalemate")
-    reask: int = Field(2, ge=0, le=5, description="re-asks with the parse error appended before a format failure")
+    reask: int = Field(
+        2, ge=0, le=5, description="re-asks with the parse error appended before a format failure"
+    )
 
 
 class DeviceConfig(_Strict):
@@ -109,7 +115,9 @@ class MemoryConfig(_Strict):
     """Retrieval for the RAG node (extra ``rag``)."""
 
     dir: Path = Field(Path("~/.local/share/agent-runtime/memory"), description="chromadb persistent store")
-    embedding_model: str | None = Field(None, description="sentence-transformers path; default: bundled MiniLM")
+    embedding_model: str | None = Field(
+        None, description="sentence-transformers path; default: bundled MiniLM"
+    )
     web_search: bool = Field(False, description="query the web (ddgs) for knowledge")
     web_backend: str = Field("duckduckgo", description="one ddgs backend, for a hard time bound")
     web_timeout_s: float = Field(5.0, gt=0)
@@ -194,7 +202,8 @@ def _format_errors(exc: ValidationError, source: str) -> ConfigError:
             msg = "unknown key"
         lines.append(f"  {path}: {msg}")
     return ConfigError(
-        f"invalid configuration in {source} ({len(lines)} problem{'s' * (len(lines) != 1)}):\n" + "\n".join(lines),
+        f"invalid configuration in {source} ({len(lines)} problem{'s' * (len(lines) != 1)}):\n"
+        + "\n".join(lines),
         hint="run 'agent-runtime init' for a commented example",
     )
 
@@ -237,7 +246,7 @@ def load_config(path: Path | str | None = None, **overrides: Any) -> RuntimeConf
         raise _format_errors(exc, str(found or "defaults/environment")) from None
 
 
-EXAMPLE_CONFIG = '''\
+EXAMPLE_CONFIG = """\
 # agent-runtime configuration. Every key is optional; values shown are the defaults unless noted.
 # Environment variables override this file: AGENT_RUNTIME_GRAPH__MAX_STEPS=10,
 # AGENT_RUNTIME_MODELS__DEFAULT__BASE_URL=http://gpu-box:8000/v1 ("__" separates levels).
@@ -294,4 +303,4 @@ web_search = false
 k = 3
 threshold = 0.35
 experience = true
-'''
+"""

@@ -62,7 +62,9 @@ def _loads(candidate: str) -> dict[str, Any] | None:
         if isinstance(value, dict):
             return value
     # JSON-ish with true/false/null *and* single quotes
-    swapped = re.sub(r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", candidate)))
+    swapped = re.sub(
+        r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", candidate))
+    )
     try:
         value = ast.literal_eval(_TRAILING_COMMA.sub(r"\1", swapped))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

@@ -27,8 +27,28 @@ if TYPE_CHECKING:
 _BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\s*\[(-?\d+),(-?\d+)\]")
 
 #: Boolean attributes that make a node "functional" (MobileRL App. D.2), in uiautomator's order.
-FUNCTIONAL_FLAGS = ("checkable", "checked", "clickable", "focusable", "scrollable", "long-clickable", "password", "selected")
-ALL_FLAGS = ("checkable", "checked", "clickable", "enabled", "focusable", "focused", "scrollable", "long-clickable", "password", "selected")
+FUNCTIONAL_FLAGS = (
+    "checkable",
+    "checked",
+    "clickable",
+    "focusable",
+    "scrollable",
+    "long-clickable",
+    "password",
+    "selected",
+)
+ALL_FLAGS = (
+    "checkable",
+    "checked",
+    "clickable",
+    "enabled",
+    "focusable",
+    "focused",
+    "scrollable",
+    "long-clickable",
+    "password",
+    "selected",
+)
 
 
 class Bounds(BaseModel):
@@ -93,7 +113,11 @@ class UIElement(BaseModel):
 
     @property
     def actionable(self) -> bool:
-        return bool(self.flags & {"clickable", "long-clickable", "scrollable", "checkable"}) or self.has("focusable") and self.class_name.endswith("EditText")
+        return (
+            bool(self.flags & {"clickable", "long-clickable", "scrollable", "checkable"})
+            or self.has("focusable")
+            and self.class_name.endswith("EditText")
+        )
 
 
 def parse_ui_xml(xml: str) -> list[UIElement]:

@@ -37,7 +37,9 @@ class WorkerOutput(_Output):
 
     thought: str = ""
     action: Action
-    raw_action: dict = Field(default_factory=dict, description="the action object exactly as the model wrote it")
+    raw_action: dict = Field(
+        default_factory=dict, description="the action object exactly as the model wrote it"
+    )
     description: str = ""
 
 

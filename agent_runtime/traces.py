@@ -248,7 +248,9 @@ def _read_jsonl(path: Path, model: type[_Record]) -> list[Any]:
         except ValidationError as exc:
             if n == len(lines):  # a torn last line from a killed process
                 break
-            raise TraceError(f"{path}:{n} is not a valid {model.__name__}: {exc.errors()[0]['msg']}") from None
+            raise TraceError(
+                f"{path}:{n} is not a valid {model.__name__}: {exc.errors()[0]['msg']}"
+            ) from None
     return out
 
 

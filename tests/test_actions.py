@@ -1,5 +1,7 @@
 """The action schema: parsing both model forms, aliases, clear errors, coordinate mapping."""
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,8 +25,22 @@ from agent_runtime.errors import ActionParseError
 
 def test_all_seed_actions_exist():
     assert set(ACTION_TYPES) == {
-        "click", "long_press", "swipe", "type", "key", "system_button", "open_app", "wait", "answer",
-        "terminate", "scroll", "drag", "double_click", "right_click", "middle_click", "mouse_move",
+        "click",
+        "long_press",
+        "swipe",
+        "type",
+        "key",
+        "system_button",
+        "open_app",
+        "wait",
+        "answer",
+        "terminate",
+        "scroll",
+        "drag",
+        "double_click",
+        "right_click",
+        "middle_click",
+        "mouse_move",
     }
 
 
@@ -32,7 +48,10 @@ def test_all_seed_actions_exist():
     ("obj", "expected"),
     [
         ({"action": "click", "coordinate": [10, 20]}, Click(coordinate=(10, 20))),
-        ({"action": "swipe", "coordinate": [1, 2], "coordinate2": [3, 4]}, Swipe(coordinate=(1, 2), coordinate2=(3, 4))),
+        (
+            {"action": "swipe", "coordinate": [1, 2], "coordinate2": [3, 4]},
+            Swipe(coordinate=(1, 2), coordinate2=(3, 4)),
+        ),
         ({"action": "type", "text": "hi", "clear": 1, "enter": 0}, Type(text="hi", clear=True)),
         ({"action": "key", "text": "volume_up"}, Key(keys=["volume_up"])),
         ({"action": "key", "keys": ["ctrl", "c"]}, Key(keys=["ctrl", "c"])),
@@ -53,9 +72,12 @@ def test_parse_mobile_agent_v3_form(obj, expected):
 def test_parse_gui_owl_tool_call_and_strings():
     call = {"name": "mobile_use", "arguments": {"action": "click", "coordinate": [3, 4]}}
     assert parse_action(call) == Click(coordinate=(3, 4))
-    as_string = '{"name": "computer_use", "arguments": "{\\"action\\": \\"double_click\\", \\"coordinate\\": [1, 1]}"}'
+    args = json.dumps({"action": "double_click", "coordinate": [1, 1]})
+    as_string = json.dumps({"name": "computer_use", "arguments": args})
     assert parse_action(as_string).action == "double_click"
-    assert parse_action("```json\n{'action': 'click', 'coordinate': [7, 8],}\n```") == Click(coordinate=(7, 8))
+    assert parse_action("```json\n{'action': 'click', 'coordinate': [7, 8],}\n```") == Click(
+        coordinate=(7, 8)
+    )
 
 
 @pytest.mark.parametrize(
@@ -79,8 +101,12 @@ def test_errors_name_the_bad_field(obj, field):
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.dictionaries(st.sampled_from(["action", "coordinate", "text", "button", "keys", "x"]),
-                       st.one_of(st.text(max_size=5), st.integers(), st.lists(st.integers(), max_size=3))))
+@given(
+    st.dictionaries(
+        st.sampled_from(["action", "coordinate", "text", "button", "keys", "x"]),
+        st.one_of(st.text(max_size=5), st.integers(), st.lists(st.integers(), max_size=3)),
+    )
+)
 def test_parse_never_raises_anything_but_action_parse_error(obj):
     try:
         parse_action(obj)

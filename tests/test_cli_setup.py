@@ -12,8 +12,14 @@ import pytest
 
 def cli(*args, cwd=None, env=None):
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "agent_runtime.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, env=full_env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "agent_runtime.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=full_env,
+        timeout=60,
+    )
 
 
 def test_help_and_version():

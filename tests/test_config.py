@@ -41,7 +41,9 @@ def test_user_config_is_the_fallback(tmp_path):
 
 
 def test_every_problem_is_reported_with_its_key_path(tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 [models.local]
 base_url = "http://x/v1"
 coords = "furlongs"
@@ -53,12 +55,19 @@ colour = "red"
 max_steps = "many"
 [nonsense]
 a = 1
-""")
+""",
+    )
     with pytest.raises(ConfigError) as info:
         load_config(path)
     text = str(info.value)
-    for expected in ("models.local.coords", "models.local.temperature", "roles.worker.colour: unknown key",
-                     "graph.max_steps", "nonsense: unknown key", "5 problems"):
+    for expected in (
+        "models.local.coords",
+        "models.local.temperature",
+        "roles.worker.colour: unknown key",
+        "graph.max_steps",
+        "nonsense: unknown key",
+        "5 problems",
+    ):
         assert expected in text, text
 
 
@@ -76,7 +85,9 @@ def test_invalid_toml_and_missing_file(tmp_path):
 
 
 def test_env_overrides_file(tmp_path, monkeypatch):
-    path = write(tmp_path, '[graph]\nmax_steps = 5\n[models.default]\nbase_url = "http://a/v1"\nmodel = "m"\n')
+    path = write(
+        tmp_path, '[graph]\nmax_steps = 5\n[models.default]\nbase_url = "http://a/v1"\nmodel = "m"\n'
+    )
     monkeypatch.setenv("AGENT_RUNTIME_GRAPH__MAX_STEPS", "7")
     monkeypatch.setenv("AGENT_RUNTIME_MODELS__DEFAULT__BASE_URL", "http://b/v1")
     cfg = load_config(path)
@@ -91,7 +102,9 @@ def test_bad_env_value_is_a_config_error(monkeypatch):
 
 
 def test_role_binding_named_inline_and_overrides(tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 [models.big]
 base_url = "http://big/v1"
 model = "gui-owl-32b"
@@ -102,11 +115,16 @@ temperature = 0.7
 [roles.reflector]
 base_url = "http://small/v1"
 model = "qwen-7b"
-""")
+""",
+    )
     cfg = load_config(path)
     manager = cfg.model_for("manager")
     assert (manager.base_url, manager.model, manager.coords, manager.temperature) == (
-        "http://big/v1", "gui-owl-32b", CoordSpace.RELATIVE_1000, 0.7)
+        "http://big/v1",
+        "gui-owl-32b",
+        CoordSpace.RELATIVE_1000,
+        0.7,
+    )
     assert cfg.model_for("reflector").model == "qwen-7b"
     assert cfg.model_for("worker").base_url == "http://big/v1"  # the only model is the default
 

@@ -16,9 +16,21 @@ def test_demo_runs_end_to_end_with_a_complete_trace(tiny_vlm_dir, tmp_path):
     (cache / "tiny-vlm").symlink_to(tiny_vlm_dir)  # reuse the session's model instead of rebuilding
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "COLUMNS": "200"}
     out = subprocess.run(
-        [sys.executable, "-m", "agent_runtime.cli", "demo", "Turn on Wi-Fi", "--max-steps", "1",
-         "--runs-dir", str(tmp_path / "runs")],
-        capture_output=True, text=True, env=env, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "agent_runtime.cli",
+            "demo",
+            "Turn on Wi-Fi",
+            "--max-steps",
+            "1",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "random weights" in out.stderr and "pipeline ok" in out.stderr

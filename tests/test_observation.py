@@ -1,6 +1,7 @@
 """uiautomator XML parsing and MobileRL compression (App. D)."""
 
 import pytest
+from pydantic import ValidationError
 
 from agent_runtime.coords import Size
 from agent_runtime.errors import ParseError
@@ -10,14 +11,15 @@ XML = """<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rota
 <node index="0" text="" resource-id="" class="android.widget.FrameLayout" package="com.a" content-desc=""
  checkable="false" checked="false" clickable="false" enabled="true" focusable="false" focused="false"
  scrollable="false" long-clickable="false" password="false" selected="false" bounds="[0,0][1080,2400]">
-  <node index="0" text="Audio Recorder" resource-id="com.a:id/t" class="android.widget.TextView" package="com.a"
-   content-desc="" checkable="false" checked="false" clickable="false" enabled="true" focusable="false"
+  <node index="0" text="Audio Recorder" resource-id="com.a:id/t" class="android.widget.TextView"
+   package="com.a" content-desc="" checkable="false" checked="false" clickable="false" enabled="true" focusable="false"
    focused="false" scrollable="false" long-clickable="false" password="false" selected="false"
    bounds="[221,1095][858,1222]" />
   <node index="1" text="" resource-id="" class="android.widget.LinearLayout" package="com.a" content-desc=""
    checkable="false" checked="false" clickable="true" enabled="true" focusable="true" focused="false"
    scrollable="false" long-clickable="false" password="false" selected="false" bounds="[0,1300][1080,1400]">
-    <node index="0" text="Wi-Fi" class="android.widget.TextView" package="com.a" content-desc="" clickable="false"
+    <node index="0" text="Wi-Fi" class="android.widget.TextView" package="com.a" content-desc=""
+     clickable="false"
      bounds="[20,1310][300,1390]" />
     <node index="1" text="" class="android.widget.Switch" package="com.a" content-desc="Wi-Fi switch"
      checkable="true" checked="true" clickable="true" bounds="[900,1310][1060,1390]" />
@@ -31,7 +33,13 @@ XML = """<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rota
 def test_parse_flat_document_order_with_parents():
     els = parse_ui_xml(XML)
     assert [e.class_name.rsplit(".", 1)[-1] for e in els] == [
-        "FrameLayout", "TextView", "LinearLayout", "TextView", "Switch", "TextView", "View",
+        "FrameLayout",
+        "TextView",
+        "LinearLayout",
+        "TextView",
+        "Switch",
+        "TextView",
+        "View",
     ]
     switch = els[4]
     assert switch.parent == 2 and switch.depth == 2
@@ -47,7 +55,9 @@ def test_compression_matches_paper_example_and_rules():
     assert "LinearLayout; clickable focusable; ; [0,1300][1080,1400]" in lines
     assert "  Switch; checkable checked clickable; Wi-Fi switch; [900,1310][1060,1390]" in lines
     assert "Below" not in text  # off-screen dropped
-    assert "\nView;" not in text and not text.startswith("View;") and "FrameLayout" not in text  # structural nodes dropped
+    assert (
+        "\nView;" not in text and not text.startswith("View;") and "FrameLayout" not in text
+    )  # structural nodes dropped
     assert "resource-id" not in text and "com.a" not in text
 
 
@@ -77,5 +87,5 @@ def test_observation_is_immutable_and_lazy():
     obs = Observation(screenshot=buf.getvalue(), size=Size(4, 8), ui_xml=XML, app="com.a")
     assert len(obs.elements) == 7 and obs.image().size == (4, 8)
     assert len(obs.screenshot_hash) == 40
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         obs.app = "other"  # type: ignore[misc]

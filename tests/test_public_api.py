@@ -30,7 +30,9 @@ def test_unbuilt_backend_names_its_extra(monkeypatch):
     from agent_runtime.errors import DependencyError
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "adbutils" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "adbutils" else real(name, *a)
+    )
     try:
         check_backend("adb")
     except DependencyError as exc:

@@ -57,11 +57,23 @@ def ensure_tiny_model(console: Console) -> Path:
     return out
 
 
-def start_server(model_dir: Path, port: int, console: Console, timeout_s: float = 120.0) -> subprocess.Popen[bytes]:
+def start_server(
+    model_dir: Path, port: int, console: Console, timeout_s: float = 120.0
+) -> subprocess.Popen[bytes]:
     """Start ``agent-runtime serve`` as a real process and wait until it answers."""
     cmd = [
-        sys.executable, "-m", "agent_runtime.cli", "serve", "--model", str(model_dir), "--port", str(port),
-        "--served-model-name", SERVED_NAME, "--threads", "1",
+        sys.executable,
+        "-m",
+        "agent_runtime.cli",
+        "serve",
+        "--model",
+        str(model_dir),
+        "--port",
+        str(port),
+        "--served-model-name",
+        SERVED_NAME,
+        "--threads",
+        "1",
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + timeout_s
@@ -86,7 +98,9 @@ def register(app: typer.Typer) -> None:
     def demo(
         task: Annotated[str, typer.Argument(help="The task for the agent.")] = "Turn on Wi-Fi",
         max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Step budget.")] = 4,
-        runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where the run directory goes.")] = Path("./runs"),
+        runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where the run directory goes.")] = Path(
+            "./runs"
+        ),
         seed: Annotated[int, typer.Option("--seed", help="SimPhone seed.")] = 0,
     ) -> None:
         """Run the full pipeline offline: tiny random model behind the built-in server, on SimPhone."""
@@ -98,8 +112,9 @@ def register(app: typer.Typer) -> None:
 
         console = Console(stderr=True)
         console.print(
-            "[bold yellow]demo:[/] the tiny offline model has random weights — it exercises the whole pipeline "
-            "(server, roles, parsing, device, traces) but does not solve tasks. For real runs see the README.",
+            "[bold yellow]demo:[/] the tiny offline model has random weights — it exercises the whole "
+            "pipeline (server, roles, parsing, device, traces) but does not solve tasks. "
+            "For real runs see the README.",
             highlight=False,
         )
         model_dir = ensure_tiny_model(console)
@@ -140,10 +155,14 @@ def register(app: typer.Typer) -> None:
         parse_errors = sum(1 for c in run.calls if c.parse_error)
         console.print(
             f"[bold]pipeline ok[/]: run {final.run_id} ended '{final.status}' after {final.steps} steps; "
-            f"{len(run.calls)} role calls over HTTP ({parse_errors} unparseable, as expected from random weights); "
+            f"{len(run.calls)} role calls over HTTP ({parse_errors} unparseable, as expected from random "
+            "weights); "
             f"trace in {final.run_dir}",
             highlight=False,
         )
-        console.print(f"inspect it with: agent-runtime traces show {final.run_id} --runs-dir {runs_dir}", highlight=False)
+        console.print(
+            f"inspect it with: agent-runtime traces show {final.run_id} --runs-dir {runs_dir}",
+            highlight=False,
+        )
         if final.status == "error":
             raise typer.Exit(1)

@@ -11,11 +11,20 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agent_runtime.config import DEFAULT_CONFIG_NAME, EXAMPLE_CONFIG, ROLES, ModelConfig, RuntimeConfig, load_config
+from agent_runtime.config import (
+    DEFAULT_CONFIG_NAME,
+    EXAMPLE_CONFIG,
+    ROLES,
+    ModelConfig,
+    RuntimeConfig,
+    load_config,
+)
 from agent_runtime.devices.registry import check_backend, split_spec
 from agent_runtime.errors import AgentRuntimeError
 
-ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="Config file (default: ./agent-runtime.toml).")]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="Config file (default: ./agent-runtime.toml).")
+]
 
 #: extra -> the import names it provides, for doctor's table.
 EXTRAS: dict[str, tuple[str, ...]] = {
@@ -92,8 +101,12 @@ def run_doctor(config: RuntimeConfig | None, config_error: AgentRuntimeError | N
             row("device", False, str(exc))
     for extra, packages in EXTRAS.items():
         missing = [p for p in packages if importlib.util.find_spec(p) is None]
-        row(f"extra \\[{extra}]", not missing, "installed" if not missing else f"missing {', '.join(missing)}",
-            required=False)
+        row(
+            f"extra \\[{extra}]",
+            not missing,
+            "installed" if not missing else f"missing {', '.join(missing)}",
+            required=False,
+        )
     return table, ok_all
 
 

@@ -28,7 +28,9 @@ class Backend:
 
 BACKENDS: dict[str, Backend] = {
     "simphone": Backend("agent_runtime.devices.simphone", "SimPhone", (), "", "the SimPhone device"),
-    "adb": Backend("agent_runtime.devices.android", "AndroidDevice", ("adbutils",), "android", "an Android device"),
+    "adb": Backend(
+        "agent_runtime.devices.android", "AndroidDevice", ("adbutils",), "android", "an Android device"
+    ),
     "desktop": Backend(
         "agent_runtime.devices.desktop", "DesktopDevice", ("mss", "pyautogui"), "desktop", "a desktop device"
     ),

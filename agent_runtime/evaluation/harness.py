@@ -47,7 +47,13 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
             # The checker's verdict outranks the agent's own status for trainers and memory.
             annotate_run(
                 outcome.run_dir,
-                eval={"task": name, "seed": seed, "split": split_of(task), "task_success": score >= 1.0, "score": score},
+                eval={
+                    "task": name,
+                    "seed": seed,
+                    "split": split_of(task),
+                    "task_success": score >= 1.0,
+                    "score": score,
+                },
             )
     except (ConfigError, DependencyError):
         raise
