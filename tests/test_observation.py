@@ -12,8 +12,9 @@ XML = """<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rota
  checkable="false" checked="false" clickable="false" enabled="true" focusable="false" focused="false"
  scrollable="false" long-clickable="false" password="false" selected="false" bounds="[0,0][1080,2400]">
   <node index="0" text="Audio Recorder" resource-id="com.a:id/t" class="android.widget.TextView"
-   package="com.a" content-desc="" checkable="false" checked="false" clickable="false" enabled="true" focusable="false"
-   focused="false" scrollable="false" long-clickable="false" password="false" selected="false"
+   package="com.a" content-desc="" checkable="false" checked="false" clickable="false" enabled="true"
+   focusable="false" focused="false" scrollable="false" long-clickable="false" password="false"
+   selected="false"
    bounds="[221,1095][858,1222]" />
   <node index="1" text="" resource-id="" class="android.widget.LinearLayout" package="com.a" content-desc=""
    checkable="false" checked="false" clickable="true" enabled="true" focusable="true" focused="false"
