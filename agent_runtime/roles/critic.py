@@ -122,7 +122,7 @@ def to_model_space(action: dict[str, Any], mapper: CoordMapper) -> dict[str, Any
     return out
 
 
-def describe_action(action_screen: dict[str, Any], mapper: CoordMapper) -> str:
+def action_json(action_screen: dict[str, Any], mapper: CoordMapper) -> str:
     """The executed action as JSON, its coordinates in the critic model's space."""
     return json.dumps(to_model_space(action_screen, mapper), ensure_ascii=False)
 

@@ -19,7 +19,7 @@ from agent_runtime.roles.caller import ImageInput, RoleCaller
 from agent_runtime.roles.critic import SECTIONS as STEP_SECTIONS
 from agent_runtime.roles.critic import (
     StepCriticInputs,
-    describe_action,
+    action_json,
     image_size,
     mark_action,
     parse_step_critic,
@@ -110,7 +110,7 @@ class Judge:
                 task=run.run.task,
                 device_word=self.device_word,
                 history=list(history),
-                action=describe_action(s.action_screen or {}, mapper),
+                action=action_json(s.action_screen or {}, mapper),
                 description=s.description,
                 screen_note=screen_note(cfg.coords, screen, cfg.budget),
             )

@@ -22,7 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_runtime.errors import TraceError
-from agent_runtime.traces import LoadedRun, StepRecord, TraceWriter
+from agent_runtime.traces import LoadedRun, StepRecord, annotate_run
 
 CRITIC_FILE = "critic.jsonl"
 
@@ -106,10 +106,7 @@ def append_step_labels(run_dir: Path, labels: list[StepCriticLabel]) -> None:
 
 def write_trajectory_label(run: LoadedRun, label: TrajectoryCriticLabel) -> None:
     """Set ``RunRecord.critic`` and rewrite ``run.json`` atomically."""
-    record = run.run.model_copy(update={"critic": label.to_run_field()})
-    with TraceWriter(run.dir) as writer:
-        writer.write_run(record)
-    run.run = record
+    run.run = annotate_run(run.dir, critic=label.to_run_field())
 
 
 def merge_step_labels(run: LoadedRun) -> LoadedRun:

@@ -1,0 +1,279 @@
+"""``agent-runtime distill``: train one role from traces or SimPhone demonstrations.
+
+Methods: ``sft`` (filtered role calls from ``--runs-dir``), ``dpo`` (preference pairs from
+``--tasks`` on SimPhone and/or corrections in ``--runs-dir``), ``irr`` (reasoning bootstrapped
+for SimPhone expert demonstrations of ``--tasks``). The output directory gets the adapter (or
+model) and ``manifest.json``, which also says how to serve the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import typer
+from rich.console import Console
+
+from agent_runtime.cli import guarded
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from agent_runtime.trainers.base_config import TrainConfig
+
+
+class _Progress:
+    """Rich progress bars, one phase at a time; a printed message ends the current phase.
+
+    Ending the live display before anything else prints keeps it from fighting with the
+    trainer's own progress bar.
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.current: Progress | None = None
+
+    def stop(self) -> None:
+        if self.current is not None:
+            self.current.stop()
+            self.current = None
+
+    def track(self, description: str, total: int | None) -> Callable[[int], None]:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.stop()
+        columns = [
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        ]
+        self.current = Progress(*columns, console=self.console)
+        self.current.start()
+        task = self.current.add_task(description, total=total)
+        progress = self.current
+        return lambda n=1: progress.advance(task, n)
+
+    def echo(self, text: str) -> None:
+        self.stop()
+        self.console.print(text, highlight=False)
+
+
+def build_config(method: str, common: dict[str, object], extra: dict[str, object]) -> TrainConfig:
+    """The method's config from CLI values; invalid values become a ConfigError."""
+    from pydantic import ValidationError
+
+    from agent_runtime.errors import ConfigError
+    from agent_runtime.trainers.distill import CONFIGS
+
+    cls = CONFIGS[method]
+    fields = {k: v for k, v in {**common, **extra}.items() if v is not None and k in cls.model_fields}
+    try:
+        return cls(**fields)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid distill options: {problems}") from None
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    @guarded
+    def distill(
+        role: Annotated[
+            str, typer.Option("--role", help="Role to train: manager, worker, reflector, notetaker.")
+        ],
+        method: Annotated[str, typer.Option("--method", help="sft, dpo or irr (see the command help).")],
+        base: Annotated[
+            str,
+            typer.Option(
+                "--base",
+                help="Base model directory, transformers:DIR?adapter=A, or an earlier distill output.",
+            ),
+        ],
+        out: Annotated[Path, typer.Option("--out", help="Output directory (adapter/model + manifest.json).")],
+        runs_dir: Annotated[
+            Path | None,
+            typer.Option("--runs-dir", help="Run directories to learn from (sft; dpo trace pairs)."),
+        ] = None,
+        lora: Annotated[
+            bool, typer.Option("--lora/--full", help="Train a LoRA adapter or the full model.")
+        ] = True,
+        epochs: Annotated[float | None, typer.Option("--epochs", help="Passes over the data.")] = None,
+        max_steps: Annotated[
+            int | None, typer.Option("--max-steps", help="Optimizer steps (overrides --epochs).")
+        ] = None,
+        lr: Annotated[
+            float | None, typer.Option("--lr", help="Peak learning rate (default per method).")
+        ] = None,
+        batch_size: Annotated[int | None, typer.Option("--batch-size", help="Per-device batch size.")] = None,
+        grad_accum: Annotated[
+            int | None, typer.Option("--grad-accum", help="Batches per optimizer step.")
+        ] = None,
+        lora_r: Annotated[int | None, typer.Option("--lora-r", help="LoRA rank (alpha = 2 x rank).")] = None,
+        seed: Annotated[int, typer.Option("--seed", help="Seed for sampling, shuffling and filters.")] = 0,
+        max_samples: Annotated[
+            int | None, typer.Option("--max-samples", min=1, help="Cap on training rows after filtering.")
+        ] = None,
+        critic_threshold: Annotated[
+            float,
+            typer.Option(
+                "--critic-threshold",
+                min=0.0,
+                max=1.0,
+                help="Minimum step-critic score (GOOD 1, NEUTRAL 0.5, HARMFUL 0).",
+            ),
+        ] = 0.5,
+        missing_critic: Annotated[
+            str, typer.Option("--missing-critic", help="Steps without a critic label: keep or drop.")
+        ] = "keep",
+        success_only: Annotated[
+            bool, typer.Option("--success-only/--any-outcome", help="Keep only samples from successful runs.")
+        ] = True,
+        skip_filter: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--skip-filter",
+                help="Skip a filter (repeatable): validity outcome consistency reflector dedup reweight.",
+            ),
+        ] = None,
+        tasks: Annotated[
+            str | None,
+            typer.Option(
+                "--tasks", help="SimPhone task pattern (glob or re:REGEX) for dpo pairs / irr demonstrations."
+            ),
+        ] = None,
+        episodes: Annotated[int, typer.Option("--episodes", min=1, help="SimPhone instances per task.")] = 1,
+        split: Annotated[str, typer.Option("--split", help="SimPhone split: train, test or all.")] = "train",
+        beta: Annotated[float | None, typer.Option("--beta", help="DPO beta.")] = None,
+        max_candidates: Annotated[
+            int,
+            typer.Option("--max-candidates", min=1, help="DPO: candidate actions levelled per golden state."),
+        ] = 6,
+        trace_pairs: Annotated[
+            bool,
+            typer.Option(
+                "--trace-pairs/--no-trace-pairs",
+                help="DPO: pair trace FAILURE steps with later SUCCESS ones.",
+            ),
+        ] = True,
+        k: Annotated[int | None, typer.Option("--k", help="IRR: replies sampled per expert step.")] = None,
+        rounds: Annotated[int | None, typer.Option("--rounds", help="IRR: rounds at most.")] = None,
+        min_improvement: Annotated[
+            float | None,
+            typer.Option("--min-improvement", help="IRR: match-rate gain below which rounds stop."),
+        ] = None,
+        temperature: Annotated[
+            float | None, typer.Option("--temperature", help="IRR: sampling temperature.")
+        ] = None,
+        max_new_tokens: Annotated[
+            int | None, typer.Option("--max-new-tokens", help="IRR: longest sampled reply.")
+        ] = None,
+        coords: Annotated[
+            str,
+            typer.Option(
+                "--coords", help="Worker prompts built from SimPhone: the model's coordinate space."
+            ),
+        ] = "pixels_resized",
+        min_pixels: Annotated[int | None, typer.Option("--min-pixels", help="Image budget minimum.")] = None,
+        max_pixels: Annotated[int | None, typer.Option("--max-pixels", help="Image budget maximum.")] = None,
+        overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output.")] = False,
+    ) -> None:
+        """Train ROLE with METHOD: sft (traces), dpo (SimPhone levels + trace corrections), irr (SimPhone)."""
+        from pydantic import ValidationError
+
+        from agent_runtime.errors import ConfigError
+        from agent_runtime.trainers.distill import DataOptions, check_method, check_role
+        from agent_runtime.trainers.distill import distill as run_distill
+        from agent_runtime.trainers.filters.pipeline import FILTER_NAMES, FilterSettings
+        from agent_runtime.trainers.worker_prompts import PromptSettings
+
+        check_method(method)
+        check_role(role, method)
+        unknown = sorted(set(skip_filter or []) - set(FILTER_NAMES))
+        if unknown:
+            raise ConfigError(
+                f"unknown filter(s) {', '.join(unknown)}", hint=f"filters: {', '.join(FILTER_NAMES)}"
+            )
+        if missing_critic not in ("keep", "drop"):
+            raise ConfigError(f"--missing-critic must be keep or drop, got {missing_critic!r}")
+        try:
+            prompt = PromptSettings(
+                **{
+                    k_: v
+                    for k_, v in {
+                        "coords": coords,
+                        "min_pixels": min_pixels,
+                        "max_pixels": max_pixels,
+                    }.items()
+                    if v is not None
+                }
+            )
+            mc: Literal["keep", "drop"] = "keep" if missing_critic == "keep" else "drop"
+            data = DataOptions(
+                runs_dir=runs_dir,
+                filters=FilterSettings(
+                    critic_threshold=critic_threshold,
+                    missing_critic=mc,
+                    require_success=success_only,
+                    skip=list(skip_filter or []),
+                    seed=seed,
+                ),
+                max_samples=max_samples,
+                tasks=tasks,
+                episodes=episodes,
+                split=split,
+                max_candidates=max_candidates,
+                trace_pairs=trace_pairs,
+                prompt=prompt,
+                overwrite=overwrite,
+            )
+        except ValidationError as exc:
+            raise ConfigError(f"invalid distill options: {exc.errors()[0]['msg']}") from None
+        common: dict[str, object] = {
+            "base": base,
+            "output_dir": out,
+            "role": role,
+            "lora": lora,
+            "epochs": epochs,
+            "max_steps": max_steps,
+            "learning_rate": lr,
+            "batch_size": batch_size,
+            "gradient_accumulation_steps": grad_accum,
+            "lora_r": lora_r,
+            "lora_alpha": 2 * lora_r if lora_r else None,
+            "seed": seed,
+        }
+        extra: dict[str, object] = {
+            "beta": beta,
+            "k": k,
+            "max_rounds": rounds,
+            "min_improvement": min_improvement,
+            "temperature": temperature,
+            "max_new_tokens": max_new_tokens,
+            "prompt": prompt,
+        }
+        config = build_config(method, common, extra)
+        console = Console(stderr=True)
+        progress = _Progress(console)
+        try:
+            manifest = run_distill(method, config, data, track=progress.track, echo=progress.echo)
+        finally:
+            progress.stop()
+        final = manifest.training.losses[-1].loss if manifest.training.losses else float("nan")
+        console.print(
+            f"[green]done[/]: {manifest.kind} {manifest.method} {manifest.role} -> {manifest.output} "
+            f"({manifest.training.steps} steps, last loss {final:.4f})",
+            highlight=False,
+        )
+        console.print(f"manifest: {Path(manifest.output) / 'manifest.json'}", highlight=False)
+        console.print(f"serve with vLLM: {manifest.serve.vllm}", highlight=False)
+        console.print(f'or in-process: model = "{manifest.serve.model}"', highlight=False)

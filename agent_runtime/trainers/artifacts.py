@@ -1,0 +1,194 @@
+"""What ``distill`` leaves behind, and how to point a model reference at it.
+
+An output directory holds either a PEFT LoRA adapter (``adapter_config.json`` +
+``adapter_model.safetensors``, the layout ``vllm serve --lora-modules NAME=DIR`` loads) or a full
+model (``config.json`` + weights + processor), plus ``manifest.json`` (:class:`Manifest`): data
+counts before/after each filter, hyper-parameters, losses, the base model, the source runs, and
+how to serve the result.
+
+**Model references.** Everywhere a model directory is accepted (``distill --base``, the
+in-process ``transformers:`` backend), these resolve with :func:`resolve_model_ref`:
+
+* ``DIR`` / ``transformers:DIR`` — a model directory (``config.json``);
+* ``transformers:BASE?adapter=ADAPTER`` — a base model plus a LoRA adapter directory;
+* ``DIR`` / ``transformers:DIR`` where ``DIR/manifest.json`` exists — a ``distill`` output:
+  base + adapter for LoRA outputs, the directory itself for full fine-tunes;
+* ``.../manifest.json`` — the same, naming the manifest file.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import parse_qs
+
+from pydantic import BaseModel, Field, ValidationError
+
+from agent_runtime.errors import ConfigError, TrainingError
+from agent_runtime.trainers.filters import FilterReport
+
+MANIFEST = "manifest.json"
+TRANSFORMERS_PREFIX = "transformers:"
+MANIFEST_VERSION = 1
+
+
+class ResolvedModel(BaseModel):
+    """A base model directory and, for LoRA outputs, the adapter on top of it."""
+
+    base: Path
+    adapter: Path | None = None
+
+    def reference(self) -> str:
+        """The ``transformers:`` model string that names this model."""
+        ref = f"{TRANSFORMERS_PREFIX}{self.base}"
+        return f"{ref}?adapter={self.adapter}" if self.adapter else ref
+
+
+class LossPoint(BaseModel):
+    step: int
+    loss: float
+    round: int | None = Field(None, description="IRR round")
+
+
+class DataSummary(BaseModel):
+    source_runs: list[str] = Field(default_factory=list)
+    skipped_runs: dict[str, str] = Field(default_factory=dict)
+    samples_before: int = 0
+    filters: list[FilterReport] = Field(default_factory=list)
+    samples_after: int = 0
+    max_samples: int | None = None
+    train_rows: int = Field(0, description="rows the trainer saw (samples or preference pairs)")
+    extra: dict[str, Any] = Field(
+        default_factory=dict, description="method-specific counts (pairs per level, IRR)"
+    )
+
+
+class TrainingSummary(BaseModel):
+    losses: list[LossPoint] = Field(default_factory=list)
+    steps: int = 0
+    runtime_s: float = 0.0
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class ServeInfo(BaseModel):
+    vllm: str = Field(description="a vllm serve command line that serves the result")
+    server: str = Field(description="the same with agent-runtime's own OpenAI-compatible server")
+    model: str = Field(description="the model string for agent-runtime's config (in-process backend)")
+    config_toml: str = Field(description="a config snippet binding the role to the result")
+
+
+class Manifest(BaseModel):
+    schema_version: int = MANIFEST_VERSION
+    kind: Literal["lora", "full"]
+    method: str
+    role: str
+    base_model: str = Field(description="the base model directory (for LoRA: what the adapter applies to)")
+    init_adapter: str | None = Field(None, description="the adapter training started from, if any")
+    output: str = Field(description="the output directory")
+    created_at: float = Field(default_factory=time.time)
+    agent_runtime_version: str = ""
+    data: DataSummary = DataSummary()
+    hyperparameters: dict[str, Any] = Field(default_factory=dict)
+    training: TrainingSummary = TrainingSummary()
+    serve: ServeInfo
+
+    def resolved(self) -> ResolvedModel:
+        out = Path(self.output)
+        return (
+            ResolvedModel(base=Path(self.base_model), adapter=out)
+            if self.kind == "lora"
+            else ResolvedModel(base=out)
+        )
+
+
+#: LoRA ranks vLLM's ``--max-lora-rank`` accepts.
+VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def serve_info(
+    kind: Literal["lora", "full"], role: str, base: Path, out: Path, lora_rank: int | None
+) -> ServeInfo:
+    """How to serve a distill output: vLLM, agent-runtime's own server, or in-process."""
+    name = f"{role}-distilled"
+    if kind == "lora":
+        rank = next((r for r in VLLM_LORA_RANKS if r >= (lora_rank or 8)), VLLM_LORA_RANKS[-1])
+        vllm = f"vllm serve {base} --enable-lora --lora-modules {name}={out} --max-lora-rank {rank}"
+        body = json.dumps({"lora_name": name, "lora_path": str(out)})
+        server = (
+            f"agent-runtime serve --model {base}  # then: curl -X POST http://127.0.0.1:8000/v1/load_lora_adapter"
+            f" -H 'Content-Type: application/json' -d '{body}'"
+        )
+        model = f"{TRANSFORMERS_PREFIX}{base}?adapter={out}"
+    else:
+        vllm = f"vllm serve {out} --served-model-name {name}"
+        server = f"agent-runtime serve --model {out} --served-model-name {name}"
+        model = f"{TRANSFORMERS_PREFIX}{out}"
+    table = f"{role}_distilled"
+    snippet = (
+        f"# served by vLLM or agent-runtime serve (the commands above):\n[models.{table}]\n"
+        f'base_url = "http://127.0.0.1:8000/v1"\nmodel = "{name}"\n\n'
+        f"# or in-process, no server (use one of the two tables):\n# [models.{table}]\n"
+        f'# model = "{model}"\n\n[roles.{role}]\nmodel = "{table}"\n'
+        f"# keep coords/min_pixels/max_pixels equal to the base model's settings\n"
+    )
+    return ServeInfo(vllm=vllm, server=server, model=model, config_toml=snippet)
+
+
+def write_manifest(manifest: Manifest) -> Path:
+    path = Path(manifest.output) / MANIFEST
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(manifest.model_dump_json(indent=2), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def read_manifest(path: Path | str) -> Manifest:
+    p = Path(path).expanduser()
+    if p.is_dir():
+        p = p / MANIFEST
+    try:
+        return Manifest.model_validate_json(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise TrainingError(f"cannot read {p}: {exc}") from None
+    except ValidationError as exc:
+        raise TrainingError(f"{p} is not a distill manifest: {exc.errors()[0]['msg']}") from None
+
+
+def resolve_model_ref(spec: str | Path) -> ResolvedModel:
+    """Resolve a model reference (module docstring) to directories that exist.
+
+    Raises :class:`ConfigError` for malformed references and :class:`TrainingError` for
+    directories that are not models.
+    """
+    text = str(spec)
+    if text.startswith(TRANSFORMERS_PREFIX):
+        text = text.removeprefix(TRANSFORMERS_PREFIX)
+    path_part, _, query = text.partition("?")
+    if not path_part:
+        raise ConfigError(f"model reference {str(spec)!r} names no directory")
+    options = parse_qs(query, keep_blank_values=True) if query else {}
+    unknown = set(options) - {"adapter"}
+    if unknown:
+        raise ConfigError(
+            f"unknown option(s) {', '.join(sorted(unknown))} in model reference {str(spec)!r}",
+            hint="the only option is ?adapter=DIR",
+        )
+    path = Path(path_part).expanduser().resolve()
+    if path.name == MANIFEST or (path / MANIFEST).is_file():
+        if options:
+            raise ConfigError(f"{path} is a distill output; it already names its adapter")
+        resolved = read_manifest(path).resolved()
+    else:
+        adapter = options.get("adapter", [None])[0]
+        resolved = ResolvedModel(base=path, adapter=Path(adapter).expanduser().resolve() if adapter else None)
+    if not (resolved.base / "config.json").is_file():
+        raise TrainingError(
+            f"{resolved.base} is not a model directory (no config.json)",
+            hint="pass a directory written by save_pretrained, or a distill output",
+        )
+    if resolved.adapter is not None and not (resolved.adapter / "adapter_config.json").is_file():
+        raise TrainingError(f"{resolved.adapter} is not a LoRA adapter (no adapter_config.json)")
+    return resolved

@@ -1,0 +1,66 @@
+"""Settings every trainer shares (TRL's ``base_config`` idea): model, LoRA, optimiser, budget.
+
+Each field's ``description`` is its help text; the ``distill`` options show the same words.
+Defaults are sized for real checkpoints on a GPU; tests and CPU demos override the budget.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: LoRA goes on the language model's projections only: the vision tower keeps its weights, so
+#: vLLM serves the adapter without ``--enable-tower-connector-lora``.
+LANGUAGE_MODEL_LORA_TARGETS = r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
+
+
+class TrainConfig(BaseModel):
+    """The fields every method's config has."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    base: str = Field(description="base model: a directory, transformers:DIR?adapter=A, or a distill output")
+    output_dir: Path = Field(description="where the adapter/model and manifest.json are written")
+    role: str = Field("worker", description="the role the data and the result belong to")
+    lora: bool = Field(True, description="train a LoRA adapter (False: full fine-tune)")
+    lora_r: int = Field(16, ge=1, description="LoRA rank")
+    lora_alpha: int = Field(32, ge=1, description="LoRA alpha (scale = alpha / r)")
+    lora_dropout: float = Field(0.05, ge=0.0, lt=1.0, description="LoRA dropout")
+    lora_target_modules: str = Field(LANGUAGE_MODEL_LORA_TARGETS, description="regex of modules LoRA wraps")
+    epochs: float = Field(1.0, gt=0, description="passes over the data (ignored when max_steps > 0)")
+    max_steps: int = Field(-1, description="optimizer steps; -1 = use epochs")
+    learning_rate: float = Field(1e-4, gt=0, description="peak learning rate")
+    batch_size: int = Field(1, ge=1, description="per-device batch size")
+    gradient_accumulation_steps: int = Field(1, ge=1, description="batches per optimizer step")
+    warmup_ratio: float = Field(0.0, ge=0.0, lt=1.0, description="share of steps spent warming up")
+    lr_scheduler: str = Field("linear", description="transformers scheduler name (linear, cosine, constant)")
+    seed: int = Field(0, description="seed for shuffling, dropout and sampling")
+    logging_steps: int = Field(1, ge=1, description="log the loss every N steps")
+    progress: bool = Field(True, description="show the trainer's progress bar")
+
+    def trl_kwargs(self) -> dict[str, Any]:
+        """Arguments every TRL config takes, with the CPU settings that work (facts/tiny-model.md)."""
+        import torch
+
+        cuda = torch.cuda.is_available()
+        return {
+            "output_dir": str(self.output_dir / ".trainer"),
+            "num_train_epochs": self.epochs,
+            "max_steps": self.max_steps,
+            "learning_rate": self.learning_rate,
+            "per_device_train_batch_size": self.batch_size,
+            "gradient_accumulation_steps": self.gradient_accumulation_steps,
+            "warmup_steps": self.warmup_ratio,  # a float < 1 is a ratio in transformers 5
+            "lr_scheduler_type": self.lr_scheduler,
+            "seed": self.seed,
+            "logging_steps": self.logging_steps,
+            "use_cpu": not cuda,
+            "bf16": cuda and torch.cuda.is_bf16_supported(),
+            "activation_checkpointing": False,
+            "report_to": "none",
+            "save_strategy": "no",
+            "disable_tqdm": not self.progress,
+            "max_length": None,  # image tokens must never be truncated away
+        }

@@ -1,0 +1,197 @@
+"""Samples → Hugging Face datasets in TRL's conversational format, images as the role saw them.
+
+A recorded message holds images as refs (``{"type": "image_ref", "ref": "screens/0003.png",
+"size": [w, h]}``); here each becomes a ``{"type": "image"}`` placeholder and the screenshot,
+resized to the recorded ``size`` (the size ``smart_resize`` gave the role), goes into the
+``images`` column in the same order — what TRL's vision collators pair with the placeholders.
+
+Columns: SFT ``prompt``, ``completion``, ``images``; DPO ``prompt``, ``chosen``, ``rejected``,
+``images``. Rows are encoded in batches so a large dataset never holds all decoded screenshots.
+
+This module imports ``datasets`` and PIL lazily (inside the builders).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agent_runtime.errors import TrainingError
+
+if TYPE_CHECKING:
+    from datasets import Dataset, Features
+    from PIL.Image import Image
+
+BATCH = 128
+
+
+class PromptSource(Protocol):
+    """Anything with recorded messages and the directory their image refs resolve against."""
+
+    messages: list[dict[str, Any]]
+
+    @property
+    def image_root(self) -> str: ...
+
+
+class ImageLoader:
+    """Opens screenshots once per (file, size) while a dataset is being built."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.capacity = capacity
+        self._cache: dict[tuple[str, tuple[int, int] | None], Image] = {}
+
+    def load(self, root: str | Path, ref: str, size: Sequence[int] | None) -> Image:
+        from PIL import Image as PILImage
+        from PIL import UnidentifiedImageError
+
+        base = Path(root).resolve()
+        path = (base / ref).resolve()
+        if base not in path.parents:
+            raise TrainingError(f"image ref {ref!r} points outside {base}")
+        target = (int(size[0]), int(size[1])) if size else None
+        key = (str(path), target)
+        if key not in self._cache:
+            try:
+                with PILImage.open(path) as img:
+                    rgb = img.convert("RGB")
+            except (OSError, UnidentifiedImageError) as exc:
+                raise TrainingError(f"cannot read screenshot {path}: {exc}") from None
+            if target is not None and rgb.size != target:
+                rgb = rgb.resize(target, PILImage.Resampling.BICUBIC)
+            if len(self._cache) >= self.capacity:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = rgb
+        return self._cache[key]
+
+
+def to_conversational(
+    messages: list[dict[str, Any]], root: str | Path, loader: ImageLoader
+) -> tuple[list[dict[str, Any]], list[Image]]:
+    """Recorded messages → (TRL messages with image placeholders, images in order)."""
+    out: list[dict[str, Any]] = []
+    images: list[Image] = []
+    for message in messages:
+        role = message.get("role")
+        if role not in ("system", "user", "assistant"):
+            raise TrainingError(f"recorded message has unsupported role {role!r}")
+        content = message.get("content")
+        parts: list[dict[str, Any]] = []
+        if isinstance(content, str):
+            parts.append({"type": "text", "text": content})
+        for part in content if isinstance(content, list) else []:
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text":
+                parts.append({"type": "text", "text": str(part.get("text", ""))})
+            elif kind == "image_ref":
+                images.append(loader.load(root, str(part["ref"]), part.get("size")))
+                parts.append({"type": "image", "text": None})
+            else:
+                raise TrainingError(
+                    f"recorded message part of type {kind!r} cannot be turned into training data",
+                    hint="traces store images as image_ref parts; was this run written by agent-runtime?",
+                )
+        out.append({"role": role, "content": parts})
+    return out, images
+
+
+def assistant(text: str) -> list[dict[str, Any]]:
+    """A completion in TRL's conversational form."""
+    return [{"role": "assistant", "content": [{"type": "text", "text": text}]}]
+
+
+def _message_feature() -> Any:
+    from datasets import List, Value
+
+    return List(
+        {"role": Value("string"), "content": List({"type": Value("string"), "text": Value("string")})}
+    )
+
+
+def sft_features() -> Features:
+    from datasets import Features, Image, List
+
+    return Features({"prompt": _message_feature(), "completion": _message_feature(), "images": List(Image())})
+
+
+def dpo_features() -> Features:
+    from datasets import Features, Image, List
+
+    return Features(
+        {
+            "prompt": _message_feature(),
+            "chosen": _message_feature(),
+            "rejected": _message_feature(),
+            "images": List(Image()),
+        }
+    )
+
+
+def _build(
+    rows: Iterable[dict[str, Any]], features: Features, total: int, on_row: Callable[[], None] | None
+) -> Dataset:
+    from datasets import Dataset, concatenate_datasets
+
+    parts: list[Dataset] = []
+    batch: list[dict[str, Any]] = []
+    for row in rows:
+        batch.append(row)
+        if on_row is not None:
+            on_row()
+        if len(batch) == BATCH:
+            parts.append(Dataset.from_list(batch, features=features))
+            batch = []
+    if batch or not parts:
+        parts.append(Dataset.from_list(batch, features=features))
+    if total == 0:
+        raise TrainingError("no training samples", hint="loosen the filters or add runs")
+    return parts[0] if len(parts) == 1 else concatenate_datasets(parts)
+
+
+class SFTRecord(Protocol):
+    messages: list[dict[str, Any]]
+    completion: str
+
+    @property
+    def image_root(self) -> str: ...
+
+
+def build_sft_dataset(records: Sequence[SFTRecord], *, on_row: Callable[[], None] | None = None) -> Dataset:
+    """``prompt`` / ``completion`` / ``images`` rows, one per record."""
+    loader = ImageLoader()
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for r in records:
+            prompt, images = to_conversational(r.messages, r.image_root, loader)
+            yield {"prompt": prompt, "completion": assistant(r.completion), "images": images}
+
+    return _build(rows(), sft_features(), len(records), on_row)
+
+
+class PreferenceRecord(Protocol):
+    messages: list[dict[str, Any]]
+    chosen: str
+    rejected: str
+
+    @property
+    def image_root(self) -> str: ...
+
+
+def build_dpo_dataset(
+    records: Sequence[PreferenceRecord], *, on_row: Callable[[], None] | None = None
+) -> Dataset:
+    """``prompt`` / ``chosen`` / ``rejected`` / ``images`` rows, one per preference pair."""
+    loader = ImageLoader()
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for r in records:
+            prompt, images = to_conversational(r.messages, r.image_root, loader)
+            yield {
+                "prompt": prompt,
+                "chosen": assistant(r.chosen),
+                "rejected": assistant(r.rejected),
+                "images": images,
+            }
+
+    return _build(rows(), dpo_features(), len(records), on_row)

@@ -1,0 +1,347 @@
+"""``distill`` end to end: gather data for one role and method, train, write the manifest.
+
+The CLI (:mod:`agent_runtime.cli.distill`) only parses options into a method config and
+:class:`DataOptions`; everything else happens here so it can be called from Python too.
+Progress goes through a ``track(description, total) -> advance`` callback and messages through
+``echo`` (the CLI passes rich progress bars and the console; tests pass nothing).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field
+
+from agent_runtime import __version__
+from agent_runtime.errors import ConfigError, TrainingError
+from agent_runtime.trainers import METHODS
+from agent_runtime.trainers.artifacts import (
+    MANIFEST,
+    DataSummary,
+    Manifest,
+    ResolvedModel,
+    TrainingSummary,
+    resolve_model_ref,
+    serve_info,
+    write_manifest,
+)
+from agent_runtime.trainers.base_config import TrainConfig
+from agent_runtime.trainers.dpo_config import DPOConfig
+from agent_runtime.trainers.filters.pipeline import FilterSettings
+from agent_runtime.trainers.irr_config import IRRConfig
+from agent_runtime.trainers.samples import TRAINABLE_ROLES
+from agent_runtime.trainers.sft_config import SFTConfig
+from agent_runtime.trainers.worker_prompts import PromptSettings
+
+Advance = Callable[[int], None]
+Track = Callable[[str, int | None], Advance]
+Echo = Callable[[str], None]
+T = TypeVar("T")
+
+#: Where SimPhone-derived screenshots and expert records go inside the output directory.
+DATA_DIR = "data"
+
+
+class DataOptions(BaseModel):
+    """Where training data comes from and how it is filtered (every field is a distill option)."""
+
+    runs_dir: Path | None = Field(None, description="directory of run directories (traces)")
+    filters: FilterSettings = Field(default_factory=FilterSettings)
+    max_samples: int | None = Field(
+        None, ge=1, description="cap on training rows after filtering (seeded draw)"
+    )
+    tasks: str | None = Field(None, description="SimPhone task pattern for demonstrations / preference pairs")
+    episodes: int = Field(1, ge=1, description="SimPhone instances per task template")
+    split: str = Field("train", description="SimPhone split the instances come from")
+    max_candidates: int = Field(
+        6, ge=1, description="DPO: aligned-space candidates levelled per golden state"
+    )
+    trace_pairs: bool = Field(
+        True, description="DPO: also pair FAILURE steps with later SUCCESS steps in traces"
+    )
+    prompt: PromptSettings = Field(default_factory=PromptSettings, description="Worker prompt settings")
+    overwrite: bool = Field(False, description="replace an existing distill output")
+
+
+def _silent_track(description: str, total: int | None) -> Advance:
+    return lambda n=1: None
+
+
+def check_method(method: str) -> None:
+    """Raise a usage error naming the available methods when ``method`` is not one of them."""
+    if method not in METHODS:
+        listing = "; ".join(f"{name}: {what}" for name, what in METHODS.items())
+        raise ConfigError(f"unknown training method {method!r}", hint=f"available methods — {listing}")
+
+
+def check_role(role: str, method: str) -> None:
+    if role not in TRAINABLE_ROLES:
+        raise ConfigError(f"unknown role {role!r}", hint=f"use one of: {', '.join(TRAINABLE_ROLES)}")
+    if method in ("dpo", "irr") and role != "worker":
+        raise ConfigError(
+            f"--method {method} trains the worker (its data are actions)", hint="use --role worker"
+        )
+
+
+def check_sources(method: str, data: DataOptions) -> None:
+    """Fail before any work when the method has nothing to learn from."""
+    if method == "sft" and data.runs_dir is None:
+        raise ConfigError("sft learns from traces: pass --runs-dir DIR")
+    if method == "dpo" and data.tasks is None and data.runs_dir is None:
+        raise ConfigError("DPO needs pairs: pass --tasks PATTERN (SimPhone) and/or --runs-dir DIR (traces)")
+
+
+def _cap(items: list[T], limit: int | None, seed: int) -> list[T]:
+    """At most ``limit`` items, drawn with ``seed``, in their original order."""
+    if limit is None or len(items) <= limit:
+        return items
+    keep = set(random.Random(seed).sample(range(len(items)), limit))
+    return [x for i, x in enumerate(items) if i in keep]
+
+
+def _require_training_stack() -> None:
+    import importlib.util
+
+    from agent_runtime.errors import DependencyError
+
+    for package in ("torch", "transformers", "trl", "peft", "datasets"):
+        if importlib.util.find_spec(package) is None:
+            raise DependencyError(package, "train", "agent-runtime distill")
+
+
+def distill(
+    method: str,
+    config: TrainConfig,
+    data: DataOptions,
+    *,
+    track: Track | None = None,
+    echo: Echo | None = None,
+) -> Manifest:
+    """Build the data, train, save the model and ``manifest.json``; return the manifest."""
+    check_method(method)
+    check_role(config.role, method)
+    check_sources(method, data)
+    _require_training_stack()
+    track = track or _silent_track
+    echo = echo or (lambda _text: None)
+    out = Path(config.output_dir).resolve()
+    if (out / MANIFEST).exists() and not data.overwrite:
+        raise ConfigError(f"{out} already holds a distill output", hint="pass --overwrite or another --out")
+    config = config.model_copy(update={"output_dir": out})
+    resolved = resolve_model_ref(config.base)  # fail on a bad --base before any data work
+    runner = RUNNERS.get(method)
+    if runner is None:
+        raise ConfigError(f"training method {method!r} is listed but has no runner in this build")
+    summary, training, extra = runner(config, resolved, data, track, echo)
+    kind = "lora" if config.lora else "full"
+    manifest = Manifest(
+        kind=kind,
+        method=method,
+        role=config.role,
+        base_model=str(resolved.base),
+        init_adapter=str(resolved.adapter) if resolved.adapter else None,
+        output=str(out),
+        agent_runtime_version=__version__,
+        data=summary,
+        hyperparameters={
+            **config.model_dump(mode="json", exclude={"base", "output_dir", "progress"}),
+            "filters": data.filters.model_dump(mode="json"),
+            "data": data.model_dump(mode="json", exclude={"filters", "overwrite"}),
+        },
+        training=training.model_copy(update={"extra": extra}),
+        serve=serve_info(kind, config.role, resolved.base, out, config.lora_r if config.lora else None),
+    )
+    write_manifest(manifest)
+    return manifest
+
+
+# -- sft ----------------------------------------------------------------------------------------
+
+
+def _filtered_samples(config: TrainConfig, data: DataOptions, echo: Echo) -> tuple[list[Any], DataSummary]:
+    from agent_runtime.trainers.filters import apply_filters
+    from agent_runtime.trainers.filters.pipeline import default_pipeline
+    from agent_runtime.trainers.filters.reweight import success_rates
+    from agent_runtime.trainers.samples import collect_samples
+
+    assert data.runs_dir is not None  # check_sources
+    found = collect_samples(data.runs_dir, [config.role])
+    for run_dir, why in found.skipped.items():
+        echo(f"skipped run {run_dir}: {why}")
+    if not found.samples:
+        raise TrainingError(
+            f"no {config.role} calls in {len(found.runs)} run(s) under {data.runs_dir}",
+            hint="run the agent (or agent-runtime eval --policy agent) to record traces first",
+        )
+    rates = success_rates(found.samples)
+    kept, reports = apply_filters(found.samples, default_pipeline(config.role, data.filters, rates))
+    for rep in reports:
+        echo(rep.line())
+    capped = _cap(kept, data.max_samples, config.seed)
+    summary = DataSummary(
+        source_runs=found.runs,
+        skipped_runs=found.skipped,
+        samples_before=len(found.samples),
+        filters=reports,
+        samples_after=len(kept),
+        max_samples=data.max_samples,
+        train_rows=len(capped),
+    )
+    return capped, summary
+
+
+def _run_sft(
+    config: TrainConfig, resolved: ResolvedModel, data: DataOptions, track: Track, echo: Echo
+) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
+    from agent_runtime.trainers.data import build_sft_dataset
+    from agent_runtime.trainers.sft_trainer import train_sft
+
+    samples, summary = _filtered_samples(config, data, echo)
+    if not samples:
+        raise TrainingError(
+            "every sample was filtered out", hint="see the filter report above; loosen the filters"
+        )
+    advance = track("building the dataset", len(samples))
+    dataset = build_sft_dataset(samples, on_row=lambda: advance(1))
+    sft = config if isinstance(config, SFTConfig) else SFTConfig(**config.model_dump())
+    echo(f"training {config.role} ({'LoRA' if sft.lora else 'full'}) on {len(dataset)} samples")
+    return summary, train_sft(sft, dataset), {}
+
+
+# -- dpo ----------------------------------------------------------------------------------------
+
+
+def _run_dpo(
+    config: TrainConfig, resolved: ResolvedModel, data: DataOptions, track: Track, echo: Echo
+) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
+    from agent_runtime.trainers.data import build_dpo_dataset
+    from agent_runtime.trainers.dpo_trainer import train_dpo
+    from agent_runtime.trainers.preferences import simphone_pairs, trace_pairs
+
+    pairs = []
+    summary = DataSummary()
+    extra: dict[str, Any] = {}
+    if data.runs_dir is not None and data.trace_pairs:
+        from agent_runtime.trainers.filters.validity import filter_valid
+        from agent_runtime.trainers.samples import collect_samples
+
+        found = collect_samples(data.runs_dir, ["worker"])
+        valid = filter_valid(found.samples)
+        from_traces = trace_pairs(valid.samples)
+        summary = summary.model_copy(
+            update={
+                "source_runs": found.runs,
+                "skipped_runs": found.skipped,
+                "samples_before": len(found.samples),
+                "filters": [valid.report],
+                "samples_after": len(valid.samples),
+            }
+        )
+        extra["trace_pairs"] = len(from_traces)
+        echo(f"trace pairs (FAILURE -> later SUCCESS on the same screen): {len(from_traces)}")
+        pairs.extend(from_traces)
+    if data.tasks is not None:
+        advance = track("levelling SimPhone actions", None)
+        from_phone, stats = simphone_pairs(
+            config.output_dir / DATA_DIR,
+            data.prompt,
+            tasks=data.tasks,
+            split=data.split,
+            episodes=data.episodes,
+            seed=config.seed,
+            max_candidates=data.max_candidates,
+            on_state=lambda _key: advance(1),
+        )
+        extra["simphone"] = stats.model_dump()
+        echo(f"SimPhone pairs: {stats.pairs} from {stats.states} golden states")
+        for key, why in stats.skipped.items():
+            echo(f"skipped {key}: {why}")
+        pairs.extend(from_phone)
+    pairs = _cap(pairs, data.max_samples, config.seed)
+    if not pairs:
+        raise TrainingError("no preference pairs", hint="add --tasks, or runs with corrected failures")
+    summary = summary.model_copy(update={"max_samples": data.max_samples, "train_rows": len(pairs)})
+    advance = track("building the dataset", len(pairs))
+    dataset = build_dpo_dataset(pairs, on_row=lambda: advance(1))
+    dpo = config if isinstance(config, DPOConfig) else DPOConfig(**config.model_dump())
+    echo(f"training {config.role} with DPO ({'LoRA' if dpo.lora else 'full'}) on {len(dataset)} pairs")
+    return summary, train_dpo(dpo, dataset), extra
+
+
+# -- irr ----------------------------------------------------------------------------------------
+
+
+def _run_irr(
+    config: TrainConfig, resolved: ResolvedModel, data: DataOptions, track: Track, echo: Echo
+) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
+    from agent_runtime.models.engine import TransformersEngine
+    from agent_runtime.trainers.experts import collect_expert_steps
+    from agent_runtime.trainers.irr_trainer import EngineGenerator, RoundStats, run_irr
+
+    irr = config if isinstance(config, IRRConfig) else IRRConfig(**config.model_dump())
+    advance = track("playing expert episodes", None)
+    experts = collect_expert_steps(
+        irr.output_dir / DATA_DIR,
+        tasks=data.tasks,
+        split=data.split,
+        episodes=data.episodes,
+        seed=irr.seed,
+        on_episode=lambda _key: advance(1),
+    )
+    for key, why in experts.failed.items():
+        echo(f"skipped {key}: {why}")
+    steps = _cap(experts.steps, data.max_samples, irr.seed)
+    echo(f"expert steps: {len(steps)} from {experts.successful_episodes}/{experts.episodes} episodes")
+    engine = TransformersEngine(resolved.base)
+    generator = EngineGenerator(
+        engine, temperature=irr.temperature, top_p=irr.top_p, max_new_tokens=irr.max_new_tokens, seed=irr.seed
+    )
+    if resolved.adapter is not None:
+        generator.use_adapter(resolved.adapter, "init")
+    sampling: dict[str, Advance] = {}
+
+    def on_step() -> None:
+        if "advance" not in sampling:
+            sampling["advance"] = track(f"sampling {irr.k} replies per expert step", len(steps))
+        sampling["advance"](1)
+
+    def on_round(r: RoundStats) -> None:
+        sampling.clear()
+        echo(
+            f"IRR round {r.round}: match rate {r.match_rate:.2f} ({r.matched_steps}/{r.steps} steps)"
+            + (f", training on {r.rows} rows" if r.rows else ", saturated")
+        )
+
+    result = run_irr(irr, steps, generator, on_step=on_step, on_round=on_round)
+    summary = DataSummary(
+        samples_before=len(experts.steps),
+        samples_after=len(steps),
+        max_samples=data.max_samples,
+        train_rows=result.rows,
+        extra={
+            "expert_episodes": experts.episodes,
+            "successful_episodes": experts.successful_episodes,
+            "failed_episodes": experts.failed,
+        },
+    )
+    trained = [r.training for r in result.rounds if r.training is not None]
+    training = TrainingSummary(
+        losses=[p for t in trained for p in t.losses],
+        steps=sum(t.steps for t in trained),
+        runtime_s=round(sum(t.runtime_s for t in trained), 3),
+    )
+    rounds = result.model_dump(mode="json", exclude={"rounds": {"__all__": {"training"}}})
+    return summary, training, {"irr": rounds}
+
+
+Runner = Callable[
+    [TrainConfig, ResolvedModel, DataOptions, Track, Echo],
+    tuple[DataSummary, TrainingSummary, dict[str, Any]],
+]
+#: How each method in :data:`~agent_runtime.trainers.METHODS` builds its data and trains …
+RUNNERS: dict[str, Runner] = {"sft": _run_sft, "dpo": _run_dpo, "irr": _run_irr}
+#: … and the config class its options build.
+CONFIGS: dict[str, type[TrainConfig]] = {"sft": SFTConfig, "dpo": DPOConfig, "irr": IRRConfig}

@@ -1,0 +1,119 @@
+"""Loading models for training, LoRA settings, loss recording and saving — shared by all trainers.
+
+Starting from a previous ``distill`` output (``--base OUT``) continues its adapter rather than
+stacking a second one, so the result is still *one* adapter over the original base model — what
+``vllm serve BASE --lora-modules NAME=OUT`` expects.
+
+This module imports torch, transformers and peft at import time; import it lazily.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from peft import LoraConfig, PeftModel
+from transformers import TrainerCallback
+
+from agent_runtime.errors import AgentRuntimeError, TrainingError
+from agent_runtime.models.hf import load_model, load_processor
+from agent_runtime.trainers.artifacts import LossPoint, ResolvedModel, TrainingSummary, resolve_model_ref
+from agent_runtime.trainers.base_config import TrainConfig
+
+
+@dataclass
+class LoadedPolicy:
+    """A model ready for a TRL trainer, with what the trainer needs beside it."""
+
+    model: Any
+    processor: Any
+    peft_config: LoraConfig | None
+    resolved: ResolvedModel
+
+
+def _dtype() -> str:
+    # fp32 on CPU (bf16 matmuls are slow there and fp16 is unsupported); the checkpoint's dtype on GPU.
+    return "auto" if torch.cuda.is_available() else "float32"
+
+
+def lora_config(cfg: TrainConfig) -> LoraConfig:
+    return LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=cfg.lora_target_modules,
+        task_type="CAUSAL_LM",
+    )
+
+
+def load_policy(cfg: TrainConfig) -> LoadedPolicy:
+    """The model to train: the base (LoRA added by the trainer), or base + a previous adapter."""
+    resolved = resolve_model_ref(cfg.base)
+    try:
+        processor = load_processor(resolved.base)
+        model = load_model(resolved.base, dtype=_dtype())
+    except AgentRuntimeError as exc:
+        raise TrainingError(
+            f"cannot load the base model {resolved.base}: {exc.message}", hint=exc.hint
+        ) from None
+    peft_config: LoraConfig | None = None
+    if resolved.adapter is not None:
+        model = PeftModel.from_pretrained(model, str(resolved.adapter), is_trainable=cfg.lora)
+        if not cfg.lora:
+            # A full fine-tune of an adapter's result: fold the adapter in, then train every weight
+            # (loading the adapter froze the base).
+            model = model.merge_and_unload()
+            model.requires_grad_(True)
+    elif cfg.lora:
+        peft_config = lora_config(cfg)
+    return LoadedPolicy(model=model, processor=processor, peft_config=peft_config, resolved=resolved)
+
+
+def load_reference(resolved: ResolvedModel) -> Any:
+    """The frozen starting point (base + adapter merged), for a reference model TRL cannot derive."""
+    model = load_model(resolved.base, dtype=_dtype())
+    if resolved.adapter is not None:
+        model = PeftModel.from_pretrained(model, str(resolved.adapter)).merge_and_unload()
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model
+
+
+class LossRecorder(TrainerCallback):
+    """Keeps every logged training loss (the manifest's loss curve)."""
+
+    def __init__(self, round_: int | None = None) -> None:
+        self.points: list[LossPoint] = []
+        self.round = round_
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, float] | None = None, **kw: Any
+    ) -> None:
+        if logs and "loss" in logs:
+            self.points.append(
+                LossPoint(step=int(state.global_step), loss=float(logs["loss"]), round=self.round)
+            )
+
+
+def train_and_save(trainer: Any, cfg: TrainConfig, recorder: LossRecorder) -> TrainingSummary:
+    """Train, save the adapter or model (plus processor) to ``cfg.output_dir``, summarise."""
+    started = time.perf_counter()
+    try:
+        result = trainer.train()
+    except (ValueError, RuntimeError) as exc:
+        raise TrainingError(f"training failed: {type(exc).__name__}: {exc}") from exc
+    out = Path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    trainer.save_model(str(out))
+    shutil.rmtree(out / ".trainer", ignore_errors=True)
+    (out / "training_args.bin").unlink(missing_ok=True)
+    return TrainingSummary(
+        losses=recorder.points,
+        steps=int(result.global_step),
+        runtime_s=round(time.perf_counter() - started, 3),
+    )
