@@ -123,7 +123,7 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Argument(help="A run id (or unique prefix); omit to judge every run.")
         ] = None,
         runs_dir: Annotated[
-            Path | None, typer.Option("--runs-dir", help="Runs directory (default: [runs] dir).")
+            Path | None, typer.Option("--runs-dir", help="Runs directory (default: runs.dir in the config).")
         ] = None,
         config: Annotated[
             Path | None, typer.Option("--config", "-c", help="Config file with the critic models.")
@@ -131,12 +131,12 @@ def register(app: typer.Typer) -> None:
         model: Annotated[
             str | None,
             typer.Option(
-                "--model", help="[models.NAME] for the step critic, captions and multimodal channel."
+                "--model", help="A models.NAME entry for the step critic, captions and multimodal channel."
             ),
         ] = None,
         text_model: Annotated[
             str | None,
-            typer.Option("--text-model", help="[models.NAME] for the trajectory critic's text channel."),
+            typer.Option("--text-model", help="A models.NAME entry for the trajectory critic's text channel."),
         ] = None,
         steps: Annotated[bool, typer.Option("--steps/--no-steps", help="Run the step-level critic.")] = True,
         trajectory: Annotated[
