@@ -32,6 +32,16 @@ app = typer.Typer(
 #: Modules that add commands; each has ``register(app: typer.Typer) -> None``.
 COMMAND_MODULES = [
     "agent_runtime.cli.setup",
+    "agent_runtime.cli.demo",
+    "agent_runtime.cli.run",
+    "agent_runtime.cli.traces",
+    "agent_runtime.cli.memory",
+    "agent_runtime.cli.serve",
+    "agent_runtime.cli.eval",
+    "agent_runtime.cli.judge",
+    "agent_runtime.cli.distill",
+    "agent_runtime.cli.simphone",
+    "agent_runtime.cli.simphone_tasks",
 ]
 
 
