@@ -15,7 +15,16 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from agent_runtime.coords import CoordMapper
 from agent_runtime.errors import ActionParseError, ParseError
@@ -46,14 +55,41 @@ def _flag(value: Any) -> Any:
 
 Point = Annotated[tuple[float, float], BeforeValidator(_point)]
 Flag = Annotated[bool, BeforeValidator(_flag)]
+#: An element index of the indexed UI tree (``[12] Button; clickable; OK; …``) — ReachAgent's
+#: action alignment: text-only models name the element, the runtime acts on its centre.
+ElementIndex = Annotated[int, Field(ge=0, le=1_000_000)]
+Direction = Literal["up", "down", "left", "right"]
+#: Fields that exist only for index actions; left out of the JSON form when unset.
+_INDEX_FIELDS = ("index", "direction")
 
 
 class _Action(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     def to_json(self) -> dict[str, Any]:
-        """The Mobile-Agent-v3 JSON form (what a model is asked to write)."""
-        return self.model_dump(mode="json", exclude_defaults=False)
+        """The Mobile-Agent-v3 JSON form (what a model is asked to write).
+
+        Index actions drop their unset coordinates; coordinate actions drop the unset index
+        fields, so the JSON of every pre-existing action is unchanged.
+        """
+        data = self.model_dump(mode="json", exclude_defaults=False)
+        for name in _INDEX_FIELDS:
+            if data.get(name, 0) is None:
+                del data[name]
+        if data.get("index") is not None:
+            for name in ("coordinate", "coordinate2"):
+                if name in data and data[name] is None:
+                    del data[name]
+        return data
+
+    def __repr_args__(self) -> Any:
+        # Keep reprs of coordinate actions as they were: hide unset index fields.
+        return [(k, v) for k, v in super().__repr_args__() if not (k in _INDEX_FIELDS and v is None)]
+
+    @property
+    def by_index(self) -> bool:
+        """True for an element-index action (resolved by :mod:`agent_runtime.alignment`)."""
+        return getattr(self, "index", None) is not None
 
     def points(self) -> dict[str, tuple[float, float]]:
         """Coordinate fields of this action, by field name."""
@@ -64,31 +100,88 @@ class _Action(BaseModel):
         }
 
 
-class Click(_Action):
+def _field_error(field: str, message: str) -> PydanticCustomError:
+    """A validation error that names ``field`` (model-level checks have no location of their own)."""
+    return PydanticCustomError("action_field", message, {"field": field})
+
+
+def _one_target(action: _Action, *, required: bool = True) -> None:
+    """Exactly one of ``coordinate`` / ``index`` (index actions name a UI-tree element)."""
+    has_point = getattr(action, "coordinate", None) is not None
+    has_index = getattr(action, "index", None) is not None
+    if has_point and has_index:
+        raise _field_error("index", "give either 'coordinate' or 'index', not both")
+    if required and not (has_point or has_index):
+        raise _field_error("coordinate", "Field required: give 'coordinate' [x, y] or an element 'index'")
+
+
+class _PointOrIndex(_Action):
+    """A touch on ``coordinate``, or on the centre of UI-tree element ``index`` (subclasses
+    declare both fields after ``action``, so the JSON form keeps ``action`` first)."""
+
+    @model_validator(mode="after")
+    def _check_target(self) -> Any:
+        _one_target(self)
+        return self
+
+
+class Click(_PointOrIndex):
     action: Literal["click"] = "click"
-    coordinate: Point
+    coordinate: Point | None = None
+    index: ElementIndex | None = None
 
 
-class LongPress(_Action):
+class LongPress(_PointOrIndex):
     action: Literal["long_press"] = "long_press"
-    coordinate: Point
+    coordinate: Point | None = None
+    index: ElementIndex | None = None
     duration_ms: int = Field(800, ge=1, le=10_000)
 
 
 class Swipe(_Action):
+    """From ``coordinate`` to ``coordinate2``; or, by index, along element ``index``'s central
+    axis in ``direction`` (the finger's direction: ``up`` scrolls the content down)."""
+
     action: Literal["swipe"] = "swipe"
-    coordinate: Point
-    coordinate2: Point
+    coordinate: Point | None = None
+    coordinate2: Point | None = None
+    index: ElementIndex | None = None
+    direction: Direction | None = None
     duration_ms: int = Field(500, ge=1, le=10_000)
+
+    @model_validator(mode="after")
+    def _check_target(self) -> Any:
+        _one_target(self)
+        if self.index is not None:
+            if self.coordinate2 is not None:
+                raise _field_error("coordinate2", "an index swipe takes 'direction', not 'coordinate2'")
+            if self.direction is None:
+                raise _field_error(
+                    "direction", "Field required: an index swipe needs 'direction' (up|down|left|right)"
+                )
+        else:
+            if self.coordinate2 is None:
+                raise _field_error(
+                    "coordinate2", "Field required: a swipe needs 'coordinate2' (or 'index' + 'direction')"
+                )
+            if self.direction is not None:
+                raise _field_error(
+                    "direction", "'direction' goes with 'index'; a coordinate swipe takes 'coordinate2'"
+                )
+        return self
 
 
 class Type(_Action):
-    """Type ``text`` into the focused field; ``clear`` empties it first, ``enter`` submits after."""
+    """Type ``text`` into the focused field; ``clear`` empties it first, ``enter`` submits after.
+
+    With ``index`` the runtime first taps that UI-tree element (focusing it), then types.
+    """
 
     action: Literal["type"] = "type"
     text: str
     clear: Flag = False
     enter: Flag = False
+    index: ElementIndex | None = None
 
 
 class Key(_Action):
@@ -128,11 +221,18 @@ class Terminate(_Action):
 
 
 class Scroll(_Action):
-    """Scroll by ``pixels`` wheel notches (−5..5, positive = up) at ``coordinate`` (or the centre)."""
+    """Scroll by ``pixels`` wheel notches (−5..5, positive = up) at ``coordinate`` (or the centre),
+    or at the centre of UI-tree element ``index``."""
 
     action: Literal["scroll"] = "scroll"
     pixels: int = Field(ge=-50, le=50)
     coordinate: Point | None = None
+    index: ElementIndex | None = None
+
+    @model_validator(mode="after")
+    def _check_target(self) -> Any:
+        _one_target(self, required=False)
+        return self
 
 
 class Drag(_Action):
@@ -269,7 +369,7 @@ def parse_action(obj: dict[str, Any] | str) -> Action:
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = [str(p) for p in err["loc"] if str(p) != data["action"]]
-        field = loc[0] if loc else "action"
+        field = str((err.get("ctx") or {}).get("field") or (loc[0] if loc else "action"))
         raise ActionParseError(
             f"invalid '{data['action']}' action: field '{field}': {err['msg']}",
             field=field,

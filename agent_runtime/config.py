@@ -24,6 +24,10 @@ from agent_runtime.errors import ConfigError
 
 ROLES = ("manager", "worker", "reflector", "notetaker", "rag")
 Role = Literal["manager", "worker", "reflector", "notetaker", "rag"]
+#: What a role model is shown of the screen: ``screenshot`` (VLMs), ``ui_tree`` (the compressed,
+#: indexed UI tree as text, no images: text-only models), or ``both``.
+ObservationMode = Literal["screenshot", "ui_tree", "both"]
+OBSERVATION_MODES: tuple[str, ...] = ("screenshot", "ui_tree", "both")
 DEFAULT_CONFIG_NAME = "agent-runtime.toml"
 USER_CONFIG = Path("~/.config/agent-runtime/config.toml")
 
@@ -38,6 +42,8 @@ class ModelConfig(_Strict):
     ``base_url`` is an OpenAI-compatible API (vLLM, SGLang, Ollama, ``agent-runtime serve``).
     ``model`` is the served model id; ``"auto"`` takes the first id the endpoint lists.
     ``model = "transformers:/path"`` runs a local model in-process instead (no ``base_url``).
+    ``observation`` is what the model is shown of the screen; it defaults to ``screenshot``,
+    except for ``gguf:`` models (text-only small LMs), which default to ``ui_tree``.
     """
 
     base_url: str | None = Field("http://127.0.0.1:8000/v1", description="OpenAI-compatible endpoint")
@@ -50,6 +56,26 @@ class ModelConfig(_Strict):
     max_tokens: int = Field(1024, gt=0)
     timeout_s: float = Field(120.0, gt=0)
     retries: int = Field(3, ge=0, le=10)
+    observation: ObservationMode = Field(
+        "screenshot", description="screenshot | ui_tree (indexed UI tree, no images) | both"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_only_default(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "observation" not in data:
+            model = data.get("model")
+            if isinstance(model, str) and model.startswith("gguf:"):
+                data = {**data, "observation": "ui_tree"}
+        return data
+
+    @property
+    def sees_tree(self) -> bool:
+        return self.observation in ("ui_tree", "both")
+
+    @property
+    def sees_screenshot(self) -> bool:
+        return self.observation in ("screenshot", "both")
 
     @property
     def budget(self) -> ImageBudget:
@@ -79,6 +105,9 @@ class RoleConfig(_Strict):
     max_tokens: int | None = Field(None, gt=0)
     timeout_s: float | None = Field(None, gt=0)
     retries: int | None = Field(None, ge=0, le=10)
+    observation: ObservationMode | None = Field(
+        None, description="overrides the model's observation mode for this role"
+    )
     prompt: Path | None = Field(None, description="a prompt template file overriding the built-in one")
     enabled: bool = Field(True, description="notetaker and rag can be switched off")
 
@@ -264,6 +293,7 @@ temperature = 0.0
 max_tokens = 1024
 timeout_s = 120
 retries = 3
+observation = "screenshot"    # screenshot | ui_tree (indexed UI tree as text: text-only models) | both
 
 # Roles use [models.default] unless they name another model or define one inline.
 [roles.manager]
@@ -276,6 +306,7 @@ model = "default"
 # [roles.reflector]
 # base_url = "http://127.0.0.1:8001/v1"
 # model = "qwen2.5-vl-7b"
+# observation = "both"        # per-role override of what the model is shown
 
 [roles.notetaker]
 enabled = true

@@ -242,6 +242,8 @@ class Runtime:
             platform = getattr(plan.device, "platform", "mobile")
             sink: list[RunContext] = []
             callers = self._callers(plan.run_id, lambda rec: sink[0].record_call(rec))
+            observation = {role: caller.model_config.observation for role, caller in callers.items()}
+            _check_tree(plan.device, callers)
             writer = TraceWriter(plan.run_dir, sensitive=self.config.memory.sensitive)
             ctx = RunContext(
                 run_id=plan.run_id,
@@ -254,6 +256,7 @@ class Runtime:
                 device_word="computer" if platform == "desktop" else "phone",
                 steps_written=plan.written,
                 resumed=plan.previous is not None,
+                observation=observation,
             )
             sink.append(ctx)
             info = plan.device.info()
@@ -436,6 +439,15 @@ def _graph_input(
     else:
         yield Notice(message=f"resuming at {', '.join(snapshot.next) or 'the end'}")
     return None
+
+
+def _check_tree(device: Device, callers: Mapping[str, Any]) -> None:
+    """Before anything is written: roles that read the UI tree need a device that has one."""
+    from agent_runtime.graphs.views import require_tree, tree_roles
+
+    roles = tree_roles({role: caller.model_config for role, caller in callers.items()})
+    if roles:
+        require_tree(device, roles, device.observe())
 
 
 def _reason(record: RunRecord) -> str:

@@ -70,6 +70,23 @@ def test_sft_from_a_runs_directory_writes_adapter_and_complete_manifest(runs, ti
     resolved = resolve_model_ref(f"transformers:{out}")
     assert resolved.base == tiny_vlm_dir.resolve() and resolved.adapter == out.resolve()
 
+    # ... that the runtime's in-process backend loads and answers with (base + adapter)
+    from langchain_core.messages import HumanMessage
+
+    from agent_runtime.config import ModelConfig
+    from agent_runtime.models import make_chat_model
+
+    def first_logprob(model_ref: str) -> tuple[str, float]:
+        cfg = ModelConfig(base_url=None, model=model_ref, max_tokens=3)
+        reply = make_chat_model(cfg, logprobs=True).invoke([HumanMessage("### Thought ###")])
+        return reply.response_metadata["model_name"], reply.response_metadata["logprobs"][0]["logprob"]
+
+    base_name, base_lp = first_logprob(f"transformers:{tiny_vlm_dir}")
+    for ref in (m.serve.model, f"transformers:{out}"):
+        name, lp = first_logprob(ref)
+        assert name.startswith("adapter:") and name != base_name
+        assert lp != base_lp  # the adapter's trained weights change the distribution
+
     # an existing output is not overwritten by accident; continuing from it keeps one adapter
     again = distill(f"--role worker --method sft --runs-dir {runs} --base {tiny_vlm_dir} --out {out}")
     assert again.exit_code == 2 and "already holds a distill output" in said(again)

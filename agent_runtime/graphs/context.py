@@ -43,8 +43,19 @@ class RunContext:
     calls: int = 0
     steps_written: set[int] = field(default_factory=set)
     resumed: bool = False
+    #: role -> observation mode (screenshot | ui_tree | both); roles not listed see screenshots.
+    observation: dict[str, str] = field(default_factory=dict)
     _observations: OrderedDict[str, Observation] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def mode(self, role: str) -> str:
+        """What ``role`` is shown of the screen."""
+        return self.observation.get(role, "screenshot")
+
+    @property
+    def any_tree(self) -> bool:
+        """Whether some role reads the UI tree (then trees travel with the pending step)."""
+        return any(m in ("ui_tree", "both") for m in self.observation.values())
 
     # -- calls ----------------------------------------------------------------------------------
     def record_call(self, record: CallRecord) -> None:

@@ -35,6 +35,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime as GraphRuntime
 
 from agent_runtime.actions import parse_action, to_screen
+from agent_runtime.alignment import screen_actions
 from agent_runtime.events import (
     ActionExecuted,
     NotesEvent,
@@ -44,8 +45,10 @@ from agent_runtime.events import (
     VerdictEvent,
 )
 from agent_runtime.graphs.context import RunContext
+from agent_runtime.graphs.inputs import manager_inputs, notetaker_inputs, reflector_inputs, worker_inputs
 from agent_runtime.graphs.state import AgentState
-from agent_runtime.graphs.steps import HISTORY_KEEP, account, action_text, commit, observe, role_event
+from agent_runtime.graphs.steps import account, commit, observe, role_event
+from agent_runtime.graphs.views import images_for, tree_text
 from agent_runtime.memory.notes import NoteStore
 from agent_runtime.role_outputs import NotetakerOutput
 from agent_runtime.roles import manager, notetaker, reflector, worker
@@ -80,43 +83,19 @@ def plan_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     obs, ref = observe(ctx, state)
     pending = state.get("pending")
     init = not state.get("planned")
-    notes = NoteStore.from_state(state.get("notes"))
-    graph = ctx.config.graph
+    mode = ctx.mode("manager")
+    inputs = manager_inputs(
+        state, pending, obs=obs, mode=mode, device_word=ctx.device_word, graph=ctx.config.graph
+    )
     if init:
-        inputs = manager.ManagerInputs(
-            task=state["task"], device_word=ctx.device_word, init=True, knowledge=state.get("knowledge", "")
-        )
         sections, call_step = manager.SECTIONS_INIT, -1
     else:
-        failures = state.get("failures", 0)
-        history = state.get("history", [])
-        stuck = failures >= graph.stuck_after
-        attempts = [
-            manager.StuckAttempt(action=h["action"], description=h["description"], feedback=h["feedback"])
-            for h in history[-min(failures, HISTORY_KEEP) :]
-            if not h["success"]
-        ]
-        verdict = (pending or {}).get("verdict") or {"success": True, "feedback": ""}
-        inputs = manager.ManagerInputs(
-            task=state["task"],
-            device_word=ctx.device_word,
-            init=False,
-            completed=state.get("completed", []),
-            plan=state.get("plan", []),
-            last_action=action_text(pending or {}),
-            last_description=(pending or {}).get("description", ""),
-            last_outcome="Successful" if verdict["success"] else "Failed",
-            last_feedback=verdict["feedback"],
-            notes=notes.render(),
-            stuck=stuck and bool(attempts),
-            stuck_attempts=attempts[-5:],
-        )
         sections = manager.SECTIONS_UPDATE
         call_step = pending["step"] if pending else state.get("step", 0)
     result = ctx.callers["manager"].call(
         inputs.model_dump(),
         manager.parse_manager,
-        images=[ImageInput(obs.screenshot, ref)],
+        images=images_for(mode, ImageInput(obs.screenshot, ref)),
         step=call_step,
         sections=sections,
     )
@@ -156,32 +135,17 @@ def act_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     subgoal = plan[0] if plan else state["task"]
     emit(StepStarted(step=step, subgoal=subgoal))
     t0 = time.time()
-    history = state.get("history", [])
-    last = history[-1] if history else None
-    inputs = worker.WorkerInputs(
-        task=state["task"],
-        device_word=ctx.device_word,
-        plan=plan,
-        subgoal=subgoal,
-        completed=state.get("completed", []),
-        notes=NoteStore.from_state(state.get("notes")).render(),
-        screen_note=worker.screen_note(ctx.worker_model.coords, obs.size, ctx.worker_model.budget),
-        actions=worker.action_specs(ctx.platform),
-        history=[
-            worker.HistoryEntry(
-                action=h["action"],
-                description=h["description"],
-                outcome="Successful" if h["success"] else "Failed",
-                feedback=h["feedback"],
-            )
-            for h in history[-5:]
-        ],
-        last_feedback=last["feedback"] if last and not last["success"] else "",
+    mode = ctx.mode("worker")
+    inputs = worker_inputs(
+        state, obs=obs, mode=mode, device_word=ctx.device_word, platform=ctx.platform, model=ctx.worker_model
     )
+    sees_tree = mode in ("ui_tree", "both")
     result = ctx.callers["worker"].call(
         inputs.model_dump(),
-        partial(worker.parse_worker, platform=ctx.platform),
-        images=[ImageInput(obs.screenshot, ref)],
+        partial(
+            worker.parse_worker, platform=ctx.platform, screen=obs if sees_tree else None, indices=sees_tree
+        ),
+        images=images_for(mode, ImageInput(obs.screenshot, ref)),
         step=step,
         sections=worker.SECTIONS,
     )
@@ -196,6 +160,9 @@ def act_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         "timings": {"worker": result.latency_ms},
         "critical_calls": result.attempts,
     }
+    if ctx.any_tree:
+        # The Reflector compares trees; keep the "before" one with the step (it survives a resume).
+        pending["before_tree"] = tree_text(obs)
     update: dict[str, Any] = {"screen": ref, "pending": pending}
     if result.output is None:
         feedback = f"the Worker's reply could not be parsed: {result.error}"
@@ -232,7 +199,14 @@ def act_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
             reason=f"stalemate: the Worker chose the same action {repeats} times in a row",
         )
         return update
-    pending["action_screen"] = to_screen(action, ctx.mapper(obs.size)).to_json()
+    if action.by_index:
+        # ReachAgent's action alignment: the element's centre / central axis in screen pixels.
+        executed = screen_actions(action, obs)
+        pending["action_screen"] = executed[-1].to_json()
+        if len(executed) > 1:
+            pending["screen_actions"] = [a.to_json() for a in executed]
+    else:
+        pending["action_screen"] = to_screen(action, ctx.mapper(obs.size)).to_json()
     return update
 
 
@@ -240,9 +214,12 @@ def execute_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     """``S_{t+1} ← ExecuteOnDevice(A_t)``: the screen-pixel action, then a fresh observation."""
     ctx, emit = runtime.context, runtime.stream_writer
     pending = dict(state["pending"] or {})
-    action = parse_action(pending["action_screen"])
     start = time.perf_counter()
-    result = ctx.device.execute(action)
+    # Usually one action; a "type" by element index is a focusing tap and then the typing.
+    for screen_action in pending.get("screen_actions") or [pending["action_screen"]]:
+        result = ctx.device.execute(parse_action(screen_action))
+        if not result.ok:
+            break
     executed = time.perf_counter()
     obs = ctx.device.observe()
     observed = time.perf_counter()
@@ -252,6 +229,8 @@ def execute_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     timings = dict(pending["timings"])
     timings.update(execute=(executed - start) * 1000, observe=(observed - executed) * 1000)
     pending.update(action_result=result.model_dump(mode="json"), after_screen=ref, timings=timings)
+    if ctx.any_tree:
+        pending["after_tree"] = tree_text(obs)
     emit(
         ActionExecuted(
             step=pending["step"],
@@ -276,18 +255,13 @@ def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     phase_start = time.perf_counter()
     future: Future[RoleResult[NotetakerOutput]] | None = None
     if "notetaker" in ctx.callers:
-        n_inputs = notetaker.NotetakerInputs(
-            task=state["task"],
-            device_word=ctx.device_word,
-            plan=pending.get("plan", []),
-            subgoal=pending.get("subgoal", ""),
-            notes=notes.render(),
-        )
+        n_mode = ctx.mode("notetaker")
+        n_inputs = notetaker_inputs(state, pending, mode=n_mode, device_word=ctx.device_word)
         future = ctx.executor.submit(
             ctx.callers["notetaker"].call,
             n_inputs.model_dump(),
             notetaker.parse_notetaker,
-            images=[after],
+            images=images_for(n_mode, after),
             step=step,
             sections=notetaker.SECTIONS,
             extra={"speculative": True},
@@ -302,20 +276,20 @@ def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     if "reflector" in ctx.callers:
         screen = ctx.cached(pending["after_screen"])
         size = screen.size if screen is not None else ctx.device.screen_size
-        r_inputs = reflector.ReflectorInputs(
-            task=state["task"],
+        r_mode = ctx.mode("reflector")
+        r_inputs = reflector_inputs(
+            state,
+            pending,
+            mode=r_mode,
             device_word=ctx.device_word,
-            subgoal=pending.get("subgoal", ""),
-            completed=pending.get("completed", []),
-            screen_note=worker.screen_note(ctx.worker_model.coords, size, ctx.worker_model.budget),
-            action=action_text(pending),
-            description=pending.get("description", ""),
+            worker_model=ctx.worker_model,
+            screen_size=size,
             device_report=device_report,
         )
         result = ctx.callers["reflector"].call(
             r_inputs.model_dump(),
             reflector.parse_reflector,
-            images=[before, after],
+            images=images_for(r_mode, before, after),
             step=step,
             sections=reflector.SECTIONS,
         )

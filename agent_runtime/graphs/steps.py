@@ -5,20 +5,19 @@ Kept apart from the nodes so :mod:`agent_runtime.graphs.mobile_agent_v3` reads a
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 from agent_runtime.events import RoleOutputEvent
 from agent_runtime.graphs.context import RunContext
-from agent_runtime.graphs.state import AgentState, HistoryItem
+from agent_runtime.graphs.inputs import HISTORY_KEEP, action_text, fold_history
+from agent_runtime.graphs.state import AgentState
 from agent_runtime.memory.notes import NoteStore
 from agent_runtime.observation import Observation
 from agent_runtime.roles.caller import RoleResult
 from agent_runtime.traces import StepRecord, Verdict
 
-#: Steps of history kept in state (the Worker sees 5, the stuck block at most this many).
-HISTORY_KEEP = 8
+__all__ = ["HISTORY_KEEP", "account", "action_text", "commit", "observe", "role_event"]
 
 
 def observe(ctx: RunContext, state: AgentState) -> tuple[Observation, str]:
@@ -46,26 +45,10 @@ def role_event(step: int, role: str, result: RoleResult[Any]) -> RoleOutputEvent
     )
 
 
-def action_text(pending: dict[str, Any]) -> str:
-    action = pending.get("action")
-    if action is None:
-        return "(no valid action: the Worker's reply could not be parsed)"
-    return json.dumps(action, ensure_ascii=False)
-
-
 def account(ctx: RunContext, state: AgentState, pending: dict[str, Any]) -> dict[str, Any]:
     """Fold a judged step into history and the failure count; end the run on a stalemate."""
-    verdict = pending["verdict"]
-    item = HistoryItem(
-        step=pending["step"],
-        action=action_text(pending),
-        description=pending.get("description", ""),
-        success=verdict["success"],
-        feedback=verdict["feedback"],
-    )
-    history = [*state.get("history", []), item][-HISTORY_KEEP:]
-    failures = 0 if verdict["success"] else state.get("failures", 0) + 1
-    update: dict[str, Any] = {"history": history, "failures": failures}
+    update = fold_history(state, pending)
+    failures = update["failures"]
     graph = ctx.config.graph
     if failures >= graph.stuck_after + graph.give_up_after:
         update.update(
@@ -88,6 +71,8 @@ def commit(ctx: RunContext, state: AgentState, pending: dict[str, Any], manager_
     t["overhead"] = max(0.0, t["critical_path"] - model - device)
     t["critical_calls"] = float(pending.get("critical_calls", 0) + (1 if manager_ms else 0))
     verdict = pending.get("verdict")
+    # A "type" by element index ran as a focusing tap plus the typing: record both.
+    extra = {"screen_actions": pending["screen_actions"]} if pending.get("screen_actions") else {}
     ctx.write_step(
         StepRecord(
             step=pending["step"],
@@ -105,5 +90,6 @@ def commit(ctx: RunContext, state: AgentState, pending: dict[str, Any], manager_
             notes=NoteStore.from_state(state.get("notes")).render(),
             format_failure=pending.get("format_failure", False),
             timings_ms={k: round(v, 3) for k, v in t.items()},
+            **extra,
         )
     )

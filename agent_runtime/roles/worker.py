@@ -15,9 +15,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent_runtime.actions import parse_action
+from agent_runtime.alignment import check_index
 from agent_runtime.coords import CoordSpace, ImageBudget, Size
 from agent_runtime.errors import ActionParseError, ParseError
 from agent_runtime.jsonish import extract_json_object
+from agent_runtime.observation import Observation
 from agent_runtime.role_outputs import WorkerOutput
 from agent_runtime.roles.sections import split_sections
 
@@ -147,16 +149,64 @@ PLATFORM_ACTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def action_specs(platform: str) -> list[ActionSpec]:
-    """The action list the Worker prompt shows for ``platform`` (mobile | desktop)."""
-    return [_SPECS[name] for name in PLATFORM_ACTIONS.get(platform, PLATFORM_ACTIONS["mobile"])]
+#: Index forms (ReachAgent's action alignment) shown to roles that read the UI tree.
+_INDEX_SPECS: dict[str, ActionSpec] = {
+    s.name: s
+    for s in (
+        ActionSpec(
+            name="click",
+            signature='{"action": "click", "index": i}',
+            description="Tap element [i] of the UI tree (at its centre).",
+        ),
+        ActionSpec(
+            name="long_press",
+            signature='{"action": "long_press", "index": i}',
+            description="Press and hold element [i].",
+        ),
+        ActionSpec(
+            name="swipe",
+            signature='{"action": "swipe", "index": i, "direction": "up" | "down" | "left" | "right"}',
+            description="Swipe along scrollable element [i] in the direction given "
+            "(swipe up to scroll down).",
+        ),
+        ActionSpec(
+            name="type",
+            signature='{"action": "type", "index": i, "text": "..."}',
+            description="Tap input field [i] and type text into it "
+            "(leave out index to type into the focused field).",
+        ),
+    )
+}
+
+
+def action_specs(platform: str, observation: str = "screenshot") -> list[ActionSpec]:
+    """The action list the Worker prompt shows for ``platform`` (mobile | desktop).
+
+    Roles that read the UI tree (``observation`` ``ui_tree`` or ``both``) get the element-index
+    forms of click, long_press, swipe and type.
+    """
+    names = PLATFORM_ACTIONS.get(platform, PLATFORM_ACTIONS["mobile"])
+    by_index = observation in ("ui_tree", "both")
+    return [_INDEX_SPECS[n] if by_index and n in _INDEX_SPECS else _SPECS[n] for n in names]
 
 
 _PIXELS_NOTE = "The screen's resolution is {w}x{h}; coordinates are pixels from the top-left."
 
 
-def screen_note(space: CoordSpace, screen: Size, budget: ImageBudget) -> str:
-    """How the prompt declares the coordinate space — the size *the model* works in."""
+_TREE_NOTE = (
+    "The screen is {w}x{h} pixels; elements are named by their [index] in the UI tree, "
+    "and their bounds are screen pixels."
+)
+
+
+def screen_note(space: CoordSpace, screen: Size, budget: ImageBudget, observation: str = "screenshot") -> str:
+    """How the prompt declares the coordinate space — the size *the model* works in.
+
+    A role that reads only the UI tree names elements by index and is told the screen size the
+    tree's bounds are in.
+    """
+    if observation == "ui_tree":
+        return _TREE_NOTE.format(w=screen.width, h=screen.height)
     match space:
         case CoordSpace.PIXELS:
             return _PIXELS_NOTE.format(w=screen.width, h=screen.height)
@@ -198,6 +248,8 @@ class WorkerInputs(BaseModel):
     actions: list[ActionSpec]
     history: list[HistoryEntry] = Field(default_factory=list)
     last_feedback: str = ""
+    observation: str = Field("screenshot", description="screenshot | ui_tree | both")
+    ui_tree: str = Field("", description="the indexed UI tree (ui_tree/both modes)")
 
 
 def _action_source(text: str) -> tuple[str, dict[str, str]]:
@@ -215,8 +267,14 @@ def _action_source(text: str) -> tuple[str, dict[str, str]]:
     return text, extra
 
 
-def parse_worker(text: str, platform: str = "mobile") -> WorkerOutput:
+def parse_worker(
+    text: str, platform: str = "mobile", *, screen: Observation | None = None, indices: bool = True
+) -> WorkerOutput:
     """Parse a Worker reply into one action allowed on ``platform``.
+
+    Element-index actions are checked against ``screen`` when given (an index that is not in
+    its UI tree is a parse error, so the model is re-asked); ``indices=False`` rejects them
+    outright — for a role shown screenshots only, which has no indices to name.
 
     >>> parse_worker("### Action ###\\n{'action': 'click', 'coordinate': [5, 9]}").action
     Click(action='click', coordinate=(5.0, 9.0))
@@ -240,6 +298,10 @@ def parse_worker(text: str, platform: str = "mobile") -> WorkerOutput:
             field="action",
             hint=f"use one of: {', '.join(allowed)}",
         )
+    if action.by_index and not indices:
+        check_index(action, None)
+    elif action.by_index and screen is not None:
+        check_index(action, screen)
     return WorkerOutput(
         thought=extra["thought"], action=action, raw_action=raw, description=extra["description"]
     )

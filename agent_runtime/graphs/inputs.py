@@ -1,0 +1,171 @@
+"""Role inputs from graph state: the one place a role's prompt variables are assembled.
+
+The Mobile-Agent-v3 nodes and the SimPhone demonstration writer
+(:mod:`agent_runtime.trainers.oracle_traces`) both call these builders with the same kind of
+state (an :class:`~agent_runtime.graphs.state.AgentState` and a pending-step dict), so the prompts
+a model is trained on are exactly the prompts it meets at run time, in every observation mode.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_runtime.config import GraphConfig, ModelConfig
+from agent_runtime.graphs.state import AgentState, HistoryItem
+from agent_runtime.graphs.views import tree_for
+from agent_runtime.memory.notes import NoteStore
+from agent_runtime.observation import Observation
+from agent_runtime.roles import manager, notetaker, reflector, worker
+
+#: Steps of history kept in state (the Worker sees 5, the stuck block at most this many).
+HISTORY_KEEP = 8
+#: Steps of history the Worker prompt shows.
+WORKER_HISTORY = 5
+
+
+def action_text(pending: dict[str, Any]) -> str:
+    """The action as the model wrote it (JSON), for history lines and the Reflector."""
+    import json
+
+    action = pending.get("action")
+    if action is None:
+        return "(no valid action: the Worker's reply could not be parsed)"
+    return json.dumps(action, ensure_ascii=False)
+
+
+def manager_inputs(
+    state: AgentState,
+    pending: dict[str, Any] | None,
+    *,
+    obs: Observation,
+    mode: str,
+    device_word: str,
+    graph: GraphConfig,
+) -> manager.ManagerInputs:
+    """``M_init`` inputs before the first plan, ``M_update`` inputs afterwards."""
+    screen = {"observation": mode, "ui_tree": tree_for(mode, obs)}
+    if not state.get("planned"):
+        return manager.ManagerInputs(
+            task=state["task"],
+            device_word=device_word,
+            init=True,
+            knowledge=state.get("knowledge", ""),
+            **screen,
+        )
+    failures = state.get("failures", 0)
+    history = state.get("history", [])
+    attempts = [
+        manager.StuckAttempt(action=h["action"], description=h["description"], feedback=h["feedback"])
+        for h in history[-min(failures, HISTORY_KEEP) :]
+        if not h["success"]
+    ]
+    verdict = (pending or {}).get("verdict") or {"success": True, "feedback": ""}
+    return manager.ManagerInputs(
+        task=state["task"],
+        device_word=device_word,
+        init=False,
+        completed=state.get("completed", []),
+        plan=state.get("plan", []),
+        last_action=action_text(pending or {}),
+        last_description=(pending or {}).get("description", ""),
+        last_outcome="Successful" if verdict["success"] else "Failed",
+        last_feedback=verdict["feedback"],
+        notes=NoteStore.from_state(state.get("notes")).render(),
+        stuck=failures >= graph.stuck_after and bool(attempts),
+        stuck_attempts=attempts[-5:],
+        **screen,
+    )
+
+
+def worker_inputs(
+    state: AgentState,
+    *,
+    obs: Observation,
+    mode: str,
+    device_word: str,
+    platform: str,
+    model: ModelConfig,
+) -> worker.WorkerInputs:
+    """The Worker's inputs for the current subgoal (the plan's first item, else the request)."""
+    plan = state.get("plan", [])
+    history = state.get("history", [])
+    last = history[-1] if history else None
+    return worker.WorkerInputs(
+        task=state["task"],
+        device_word=device_word,
+        plan=plan,
+        subgoal=plan[0] if plan else state["task"],
+        completed=state.get("completed", []),
+        notes=NoteStore.from_state(state.get("notes")).render(),
+        screen_note=worker.screen_note(model.coords, obs.size, model.budget, mode),
+        actions=worker.action_specs(platform, mode),
+        history=[
+            worker.HistoryEntry(
+                action=h["action"],
+                description=h["description"],
+                outcome="Successful" if h["success"] else "Failed",
+                feedback=h["feedback"],
+            )
+            for h in history[-WORKER_HISTORY:]
+        ],
+        last_feedback=last["feedback"] if last and not last["success"] else "",
+        observation=mode,
+        ui_tree=tree_for(mode, obs),
+    )
+
+
+def reflector_inputs(
+    state: AgentState,
+    pending: dict[str, Any],
+    *,
+    mode: str,
+    device_word: str,
+    worker_model: ModelConfig,
+    screen_size: Any,
+    device_report: str,
+) -> reflector.ReflectorInputs:
+    """The Reflector's inputs; the before/after trees travel in ``pending`` (tree modes)."""
+    tree = mode != "screenshot"
+    return reflector.ReflectorInputs(
+        task=state["task"],
+        device_word=device_word,
+        subgoal=pending.get("subgoal", ""),
+        completed=pending.get("completed", []),
+        screen_note=worker.screen_note(worker_model.coords, screen_size, worker_model.budget, mode),
+        action=action_text(pending),
+        description=pending.get("description", ""),
+        device_report=device_report,
+        observation=mode,
+        ui_tree_before=pending.get("before_tree", "") if tree else "",
+        ui_tree_after=pending.get("after_tree", "") if tree else "",
+    )
+
+
+def notetaker_inputs(
+    state: AgentState, pending: dict[str, Any], *, mode: str, device_word: str
+) -> notetaker.NotetakerInputs:
+    """The Notetaker's inputs: the step's plan and subgoal, the notes so far, the after-screen."""
+    return notetaker.NotetakerInputs(
+        task=state["task"],
+        device_word=device_word,
+        plan=pending.get("plan", []),
+        subgoal=pending.get("subgoal", ""),
+        notes=NoteStore.from_state(state.get("notes")).render(),
+        observation=mode,
+        ui_tree=pending.get("after_tree", "") if mode != "screenshot" else "",
+    )
+
+
+def fold_history(state: AgentState, pending: dict[str, Any]) -> dict[str, Any]:
+    """A judged step folded into the bounded history and the consecutive-failure count."""
+    verdict = pending["verdict"]
+    item = HistoryItem(
+        step=pending["step"],
+        action=action_text(pending),
+        description=pending.get("description", ""),
+        success=verdict["success"],
+        feedback=verdict["feedback"],
+    )
+    history = [*state.get("history", []), item][-HISTORY_KEEP:]
+    failures = 0 if verdict["success"] else state.get("failures", 0) + 1
+    return {"history": history, "failures": failures}
