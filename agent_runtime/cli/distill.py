@@ -2,8 +2,10 @@
 
 Methods: ``sft`` (filtered role calls from ``--runs-dir``), ``dpo`` (preference pairs from
 ``--tasks`` on SimPhone and/or corrections in ``--runs-dir``), ``irr`` (reasoning bootstrapped
-for SimPhone expert demonstrations of ``--tasks``). The output directory gets the adapter (or
-model) and ``manifest.json``, which also says how to serve the result.
+for SimPhone expert demonstrations of ``--tasks``), ``trpo``/``dgrpo`` (online RL: rollouts of
+the agent on SimPhone ``--tasks``, ``--iterations`` of update + policy refresh, ``--resume``).
+The output directory gets the adapter (or model) and ``manifest.json``, which also says how to
+serve the result.
 """
 
 from __future__ import annotations
@@ -91,7 +93,9 @@ def register(app: typer.Typer) -> None:
         role: Annotated[
             str, typer.Option("--role", help="Role to train: manager, worker, reflector, notetaker.")
         ],
-        method: Annotated[str, typer.Option("--method", help="sft, dpo or irr (see the command help).")],
+        method: Annotated[
+            str, typer.Option("--method", help="sft, dpo, irr, trpo or dgrpo (see the command help).")
+        ],
         base: Annotated[
             str,
             typer.Option(
@@ -153,7 +157,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         episodes: Annotated[int, typer.Option("--episodes", min=1, help="SimPhone instances per task.")] = 1,
         split: Annotated[str, typer.Option("--split", help="SimPhone split: train, test or all.")] = "train",
-        beta: Annotated[float | None, typer.Option("--beta", help="DPO beta.")] = None,
+        beta: Annotated[
+            float | None, typer.Option("--beta", help="DPO beta; trpo/dgrpo: KL weight to the reference.")
+        ] = None,
         max_candidates: Annotated[
             int,
             typer.Option("--max-candidates", min=1, help="DPO: candidate actions levelled per golden state."),
@@ -172,10 +178,10 @@ def register(app: typer.Typer) -> None:
             typer.Option("--min-improvement", help="IRR: match-rate gain below which rounds stop."),
         ] = None,
         temperature: Annotated[
-            float | None, typer.Option("--temperature", help="IRR: sampling temperature.")
+            float | None, typer.Option("--temperature", help="IRR, trpo, dgrpo: sampling temperature.")
         ] = None,
         max_new_tokens: Annotated[
-            int | None, typer.Option("--max-new-tokens", help="IRR: longest sampled reply.")
+            int | None, typer.Option("--max-new-tokens", help="IRR, trpo, dgrpo: longest sampled reply.")
         ] = None,
         coords: Annotated[
             str,
@@ -185,15 +191,68 @@ def register(app: typer.Typer) -> None:
         ] = "pixels_resized",
         min_pixels: Annotated[int | None, typer.Option("--min-pixels", help="Image budget minimum.")] = None,
         max_pixels: Annotated[int | None, typer.Option("--max-pixels", help="Image budget maximum.")] = None,
+        env: Annotated[
+            str | None, typer.Option("--env", help="trpo/dgrpo: rollout environment (simphone).")
+        ] = None,
+        group_size: Annotated[
+            int | None, typer.Option("--group-size", min=1, help="trpo/dgrpo: rollouts per task (G).")
+        ] = None,
+        iterations: Annotated[
+            int, typer.Option("--iterations", min=1, help="trpo/dgrpo: rollout+update iterations in total.")
+        ] = 10,
+        tasks_per_iteration: Annotated[
+            int | None,
+            typer.Option("--tasks-per-iteration", min=1, help="trpo/dgrpo: task instances per iteration."),
+        ] = None,
+        rollout_workers: Annotated[
+            int, typer.Option("--rollout-workers", min=1, help="trpo/dgrpo: rollouts played at once (K).")
+        ] = 1,
+        max_turns: Annotated[
+            int | None,
+            typer.Option("--max-turns", min=1, help="trpo/dgrpo: policy steps per rollout at most."),
+        ] = None,
+        server_url: Annotated[
+            str | None,
+            typer.Option(
+                "--server-url",
+                help="trpo/dgrpo: OpenAI-compatible /v1 server with runtime LoRA loading that serves "
+                "the policy (vLLM --enable-lora, agent-runtime serve); default: in-process.",
+            ),
+        ] = None,
+        served_name: Annotated[
+            str, typer.Option("--served-name", help="trpo/dgrpo: adapter name on the server (NAME-vNNNN).")
+        ] = "policy",
+        ray_address: Annotated[
+            str | None,
+            typer.Option("--ray-address", help="trpo/dgrpo: run rollout workers as Ray actors (needs ray)."),
+        ] = None,
+        config: Annotated[
+            Path | None,
+            typer.Option("--config", help="trpo/dgrpo: runtime config (TOML) for the other roles' models."),
+        ] = None,
+        spa: Annotated[
+            bool | None, typer.Option("--spa/--no-spa", help="dgrpo: shortest-path reward adjustment.")
+        ] = None,
+        dapr: Annotated[
+            bool | None, typer.Option("--dapr/--no-dapr", help="dgrpo: positive replay buffer.")
+        ] = None,
+        fcf: Annotated[
+            bool | None, typer.Option("--fcf/--no-fcf", help="dgrpo: failure curriculum filtering.")
+        ] = None,
+        resume: Annotated[
+            bool, typer.Option("--resume", help="trpo/dgrpo: continue after the last finished iteration.")
+        ] = False,
         overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output.")] = False,
     ) -> None:
-        """Train ROLE with METHOD: sft (traces), dpo (SimPhone levels + trace corrections), irr (SimPhone)."""
+        """Train ROLE with METHOD: sft (traces), dpo (SimPhone levels + trace corrections), irr (SimPhone),
+        trpo / dgrpo (online RL on SimPhone rollouts, one manifest per iteration, resumable)."""
         from pydantic import ValidationError
 
         from agent_runtime.errors import ConfigError
         from agent_runtime.trainers.distill import DataOptions, check_method, check_role
         from agent_runtime.trainers.distill import distill as run_distill
         from agent_runtime.trainers.filters.pipeline import FILTER_NAMES, FilterSettings
+        from agent_runtime.trainers.rl_loop import RL_METHODS, RLOptions
         from agent_runtime.trainers.worker_prompts import PromptSettings
 
         check_method(method)
@@ -218,6 +277,23 @@ def register(app: typer.Typer) -> None:
                 }
             )
             mc: Literal["keep", "drop"] = "keep" if missing_critic == "keep" else "drop"
+            rl = None
+            if method in RL_METHODS and env is not None:
+                if env != "simphone":
+                    raise ConfigError(f"unknown --env {env!r}", hint="online RL runs on: simphone")
+                rl = RLOptions(
+                    tasks=tasks,
+                    split=split,  # type: ignore[arg-type]
+                    episodes=episodes,
+                    iterations=iterations,
+                    tasks_per_iteration=tasks_per_iteration,
+                    rollout_workers=rollout_workers,
+                    server_url=server_url,
+                    served_name=served_name,
+                    ray_address=ray_address,
+                    runtime_config=config,
+                    resume=resume,
+                )
             data = DataOptions(
                 runs_dir=runs_dir,
                 filters=FilterSettings(
@@ -234,6 +310,7 @@ def register(app: typer.Typer) -> None:
                 max_candidates=max_candidates,
                 trace_pairs=trace_pairs,
                 prompt=prompt,
+                rl=rl,
                 overwrite=overwrite,
             )
         except ValidationError as exc:
@@ -260,6 +337,11 @@ def register(app: typer.Typer) -> None:
             "temperature": temperature,
             "max_new_tokens": max_new_tokens,
             "prompt": prompt,
+            "num_generations": group_size,
+            "max_turns": max_turns,
+            "spa": spa,
+            "dapr": dapr,
+            "fcf": fcf,
         }
         config = build_config(method, common, extra)
         console = Console(stderr=True)

@@ -5,6 +5,11 @@ One :class:`TransformersEngine` serves both ``agent-runtime serve`` and the in-p
 server sends, so the two paths cannot drift apart. Generation holds a lock: a model object is not
 safe to run from several threads, and on CPU parallel calls would only compete for the same cores.
 
+Text-only causal LMs are served too (their prompts carry the UI tree instead of a screenshot): a
+request with image parts is refused with a 400 that says so, and the reply is otherwise the same.
+``path`` may be a ``gguf:`` reference, converted once into the user cache
+(:mod:`agent_runtime.models.gguf`).
+
 LoRA adapters (vLLM's ``load_lora_adapter`` semantics) are attached with transformers' PEFT
 integration; a request selects one by naming it as ``model``.
 
@@ -21,7 +26,8 @@ import torch
 from transformers.convert_slow_tokenizer import bytes_to_unicode
 
 from agent_runtime.errors import ModelError
-from agent_runtime.models.hf import load_model, load_processor
+from agent_runtime.models.gguf import default_served_name, resolve_model_dir
+from agent_runtime.models.hf import is_text_only, load_model, load_processor, load_tokenizer
 from agent_runtime.models.images import decode_data_url
 from agent_runtime.models.protocol import (
     AssistantMessage,
@@ -74,8 +80,29 @@ def to_template_messages(messages: list[ChatMessage]) -> tuple[list[dict[str, An
     return out, images
 
 
+def to_text_messages(messages: list[ChatMessage], model: str) -> list[dict[str, str]]:
+    """OpenAI messages → plain-string chat-template messages for a text-only model.
+
+    Text parts are joined with newlines (as vLLM does for string-content templates); an image
+    part is a client configuration error, reported as such rather than silently dropped.
+    """
+    out: list[dict[str, str]] = []
+    for m in messages:
+        role = "system" if m.role == "developer" else m.role
+        if m.content is None or isinstance(m.content, str):
+            out.append({"role": role, "content": m.content or ""})
+            continue
+        if any(isinstance(part, ImageURLPart) for part in m.content):
+            raise BadRequest(
+                f"model {model!r} is text-only and cannot read images; "
+                "set observation = 'ui_tree' for this role"
+            )
+        out.append({"role": role, "content": "\n".join(p.text for p in m.content)})  # type: ignore[union-attr]
+    return out
+
+
 class TransformersEngine:
-    """A loaded image-text-to-text model that answers chat-completion requests."""
+    """A loaded model (image-text-to-text or text-only causal LM) answering chat-completion requests."""
 
     def __init__(
         self,
@@ -85,22 +112,37 @@ class TransformersEngine:
         device_map: str | None = None,
         dtype: str = "auto",
     ) -> None:
-        self.path = Path(path).expanduser()
+        self.source = str(path)
+        self.path = resolve_model_dir(path)
         if not self.path.is_dir():
             raise ModelError(
                 f"model directory {self.path} does not exist",
                 hint="build a test model with: python -m agent_runtime.testing.tiny_vlm DIR",
             )
-        self.served_name = served_name or self.path.name
-        self.processor = load_processor(self.path)
+        self.served_name = served_name or default_served_name(path)
+        self.text_only = is_text_only(self.path)
+        if self.text_only:
+            self.tokenizer = load_tokenizer(self.path)
+            if not self.tokenizer.chat_template:
+                raise ModelError(
+                    f"{self.path} has no chat template",
+                    hint="serve an instruct model (its tokenizer config or chat_template.jinja has one)",
+                )
+            self.processor: Any = self.tokenizer
+        else:
+            self.processor = load_processor(self.path)
+            self.tokenizer = self.processor.tokenizer
         self.model = load_model(self.path, device_map=device_map, dtype=dtype)
-        self.tokenizer = self.processor.tokenizer
         self.adapters: dict[str, str] = {}
         self._lock = threading.Lock()
         gen = self.model.generation_config
         eos = gen.eos_token_id if isinstance(gen.eos_token_id, list) else [gen.eos_token_id]
         self._end_ids = {i for i in [*eos, gen.pad_token_id, self.tokenizer.eos_token_id] if i is not None}
         self._pad_id = gen.pad_token_id if gen.pad_token_id is not None else self.tokenizer.pad_token_id
+
+    @property
+    def modality(self) -> str:
+        return "text" if self.text_only else "image+text"
 
     @property
     def device(self) -> str:
@@ -138,7 +180,7 @@ class TransformersEngine:
 
     def _select(self, requested: str | None) -> str | None:
         """The adapter a request's ``model`` names (None = the base model)."""
-        if requested in (None, "", self.served_name, str(self.path)):
+        if requested in (None, "", self.served_name, str(self.path), self.source):
             return None
         if requested in self.adapters:
             return requested
@@ -160,18 +202,14 @@ class TransformersEngine:
         if req.stream:
             raise BadRequest("stream=true is not supported by this server; send stream=false")
         adapter = self._select(req.model)
-        messages, images = to_template_messages(req.messages)
+        if self.text_only:
+            messages, images = to_text_messages(req.messages, self.served_name), []
+        else:
+            messages, images = to_template_messages(req.messages)
         # The whole call holds the lock: the fast tokenizer is not safe to share between threads
         # ("Already borrowed") and the model is not either.
         with self._lock, torch.inference_mode():
-            try:
-                prompt = self.processor.apply_chat_template(
-                    messages, tokenize=False, add_generation_prompt=True
-                )
-                inputs = self.processor(text=[prompt], images=images or None, return_tensors="pt")
-            except (ValueError, TypeError, KeyError) as exc:
-                raise BadRequest(f"cannot build the prompt: {exc}") from exc
-            inputs = inputs.to(self.model.device)
+            inputs = self._encode(messages, images).to(self.model.device)
             prompt_len = int(inputs["input_ids"].shape[1])
             greedy = req.temperature == 0.0
             kwargs: dict[str, Any] = {
@@ -213,6 +251,17 @@ class TransformersEngine:
             usage=usage,
             prompt_token_ids=inputs["input_ids"][0].tolist() if req.return_token_ids else None,
         )
+
+    def _encode(self, messages: list[dict[str, Any]], images: list[Any]) -> Any:
+        """Chat template + tokenization (+ image preprocessing) → model inputs."""
+        try:
+            prompt = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            if self.text_only:
+                # The template already wrote any BOS it wants (as apply_chat_template(tokenize=True)).
+                return self.tokenizer([prompt], return_tensors="pt", add_special_tokens=False)
+            return self.processor(text=[prompt], images=images or None, return_tensors="pt")
+        except (ValueError, TypeError, KeyError) as exc:
+            raise BadRequest(f"cannot build the prompt: {exc}") from exc
 
     def _choice(
         self,

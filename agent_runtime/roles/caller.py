@@ -166,7 +166,7 @@ class RoleCaller:
                         parse_error=None if parsed is not None else error,
                         latency_ms=latency_ms,
                         usage=call_usage,
-                        extra=dict(extra or {}),
+                        extra=dict(extra or {}) | rl_fields(reply),
                     )
                 )
             if parsed is not None:
@@ -224,6 +224,31 @@ class RoleCaller:
         meta = getattr(reply, "response_metadata", None) or {}
         model_name = str(meta.get("model") or meta.get("model_name") or self.model_id)
         return reply, latency_ms, model_name
+
+
+def rl_fields(reply: BaseMessage) -> dict[str, Any]:
+    """What online RL needs from a reply, when the model was asked for it (else nothing).
+
+    A chat model built with ``logprobs=True, return_token_ids=True`` (vLLM's fields, also
+    answered by ``agent-runtime serve`` and the in-process backend) returns the prompt's token
+    ids as the server tokenised them (image placeholders expanded), the completion's token ids
+    and each sampled token's log-probability. They are kept under ``extra["rl"]`` — log-probs as
+    plain floats — with the finish reason; ``truncated`` flags a reply cut by ``max_tokens``.
+    """
+    meta = getattr(reply, "response_metadata", None) or {}
+    if meta.get("token_ids") is None and meta.get("logprobs") is None:
+        return {}
+    logprobs = meta.get("logprobs")
+    finish = meta.get("finish_reason")
+    return {
+        "rl": {
+            "prompt_token_ids": meta.get("prompt_token_ids"),
+            "token_ids": meta.get("token_ids"),
+            "logprobs": None if logprobs is None else [float(e["logprob"]) for e in logprobs],
+            "finish_reason": finish,
+            "truncated": finish == "length",
+        }
+    }
 
 
 def _encode_image(png: bytes, model_config: ModelConfig) -> tuple[dict[str, Any], Size]:

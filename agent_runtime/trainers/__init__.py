@@ -7,7 +7,9 @@ Face datasets in TRL's conversational format) → a method:
 * ``sft`` — :mod:`.sft_trainer` (TRL ``SFTTrainer``, LoRA by default);
 * ``dpo`` — :mod:`.dpo_trainer` on :mod:`.preferences` (ReachAgent's four levels on SimPhone,
   FAILURE→SUCCESS corrections from traces);
-* ``irr`` — :mod:`.irr_trainer`, Iterative Reasoning Refinement of :mod:`.experts` (MobileRL §4.2).
+* ``irr`` — :mod:`.irr_trainer`, Iterative Reasoning Refinement of :mod:`.experts` (MobileRL §4.2);
+* ``trpo`` / ``dgrpo`` — online RL (:mod:`.rl_loop`): rollouts of the runtime graph on SimPhone
+  (:mod:`.rollouts`), :mod:`.trpo_trainer` / :mod:`.dgrpo_trainer`, :mod:`.policy_gradient`.
 
 Every output directory carries a :class:`~.artifacts.Manifest`. Nothing here imports torch,
 transformers or trl until a trainer runs.
@@ -20,6 +22,8 @@ METHODS: dict[str, str] = {
     "sft": "supervised fine-tuning on filtered role calls from traces",
     "dpo": "DPO on preference pairs (SimPhone levels, trace corrections)",
     "irr": "Iterative Reasoning Refinement of SimPhone expert demonstrations",
+    "trpo": "online RL on SimPhone rollouts: trajectory-aware relative policy optimisation (GUI-Owl)",
+    "dgrpo": "online RL on SimPhone rollouts: difficulty-adaptive GRPO with SPA, DAPR, FCF (MobileRL)",
 }
 
 __all__ = ["METHODS"]

@@ -8,6 +8,7 @@ Progress goes through a ``track(description, total) -> advance`` callback and me
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -29,11 +30,14 @@ from agent_runtime.trainers.artifacts import (
     write_manifest,
 )
 from agent_runtime.trainers.base_config import TrainConfig
+from agent_runtime.trainers.dgrpo_config import DGRPOConfig
 from agent_runtime.trainers.dpo_config import DPOConfig
 from agent_runtime.trainers.filters.pipeline import FilterSettings
 from agent_runtime.trainers.irr_config import IRRConfig
+from agent_runtime.trainers.rl_loop import RL_METHODS, RLOptions
 from agent_runtime.trainers.samples import TRAINABLE_ROLES
 from agent_runtime.trainers.sft_config import SFTConfig
+from agent_runtime.trainers.trpo_config import TRPOConfig
 from agent_runtime.trainers.worker_prompts import PromptSettings
 
 Advance = Callable[[int], None]
@@ -63,6 +67,7 @@ class DataOptions(BaseModel):
         True, description="DPO: also pair FAILURE steps with later SUCCESS steps in traces"
     )
     prompt: PromptSettings = Field(default_factory=PromptSettings, description="Worker prompt settings")
+    rl: RLOptions | None = Field(None, description="online RL (trpo, dgrpo): rollouts and iterations")
     overwrite: bool = Field(False, description="replace an existing distill output")
 
 
@@ -80,6 +85,8 @@ def check_method(method: str) -> None:
 def check_role(role: str, method: str) -> None:
     if role not in TRAINABLE_ROLES:
         raise ConfigError(f"unknown role {role!r}", hint=f"use one of: {', '.join(TRAINABLE_ROLES)}")
+    if method in RL_METHODS and role not in ("worker", "manager"):
+        raise ConfigError(f"--method {method} trains the worker or the manager", hint="use --role worker")
     if method in ("dpo", "irr") and role != "worker":
         raise ConfigError(
             f"--method {method} trains the worker (its data are actions)", hint="use --role worker"
@@ -90,6 +97,8 @@ def check_sources(method: str, data: DataOptions) -> None:
     """Fail before any work when the method has nothing to learn from."""
     if method == "sft" and data.runs_dir is None:
         raise ConfigError("sft learns from traces: pass --runs-dir DIR")
+    if method in RL_METHODS and data.rl is None:
+        raise ConfigError(f"--method {method} learns from rollouts: pass --env simphone [--tasks PATTERN]")
     if method == "dpo" and data.tasks is None and data.runs_dir is None:
         raise ConfigError("DPO needs pairs: pass --tasks PATTERN (SimPhone) and/or --runs-dir DIR (traces)")
 
@@ -128,8 +137,12 @@ def distill(
     track = track or _silent_track
     echo = echo or (lambda _text: None)
     out = Path(config.output_dir).resolve()
-    if (out / MANIFEST).exists() and not data.overwrite:
-        raise ConfigError(f"{out} already holds a distill output", hint="pass --overwrite or another --out")
+    resuming = data.rl is not None and data.rl.resume
+    if (out / MANIFEST).exists() and not data.overwrite and not resuming:
+        hint = "pass --overwrite or another --out"
+        if data.rl is not None:
+            hint = "pass --resume (with more --iterations) to continue, --overwrite, or another --out"
+        raise ConfigError(f"{out} already holds a distill output", hint=hint)
     config = config.model_copy(update={"output_dir": out})
     resolved = resolve_model_ref(config.base)  # fail on a bad --base before any data work
     runner = RUNNERS.get(method)
@@ -149,7 +162,8 @@ def distill(
         hyperparameters={
             **config.model_dump(mode="json", exclude={"base", "output_dir", "progress"}),
             "filters": data.filters.model_dump(mode="json"),
-            "data": data.model_dump(mode="json", exclude={"filters", "overwrite"}),
+            "data": data.model_dump(mode="json", exclude={"filters", "overwrite", "rl"}),
+            **({"rl": data.rl.model_dump(mode="json", exclude={"resume"})} if data.rl else {}),
         },
         training=training.model_copy(update={"extra": extra}),
         serve=serve_info(kind, config.role, resolved.base, out, config.lora_r if config.lora else None),
@@ -337,11 +351,44 @@ def _run_irr(
     return summary, training, {"irr": rounds}
 
 
+# -- trpo / dgrpo -------------------------------------------------------------------------------
+
+
+def _run_rl(
+    method: str, config: TrainConfig, resolved: ResolvedModel, data: DataOptions, track: Track, echo: Echo
+) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
+    from agent_runtime.trainers.rl_config import OnlineRLConfig
+    from agent_runtime.trainers.rl_loop import train_online
+
+    assert data.rl is not None  # check_sources
+    if not isinstance(config, OnlineRLConfig):
+        config = CONFIGS[method](**config.model_dump())
+    assert isinstance(config, OnlineRLConfig)
+    echo(
+        f"online {method.upper()} of the {config.role}: {data.rl.iterations} iterations, "
+        f"G = {config.num_generations}, {data.rl.rollout_workers} rollout worker(s), policy "
+        + (f"served at {data.rl.server_url}" if data.rl.server_url else "in-process")
+    )
+    return train_online(method, config, data.rl, overwrite=data.overwrite, echo=echo)
+
+
 Runner = Callable[
     [TrainConfig, ResolvedModel, DataOptions, Track, Echo],
     tuple[DataSummary, TrainingSummary, dict[str, Any]],
 ]
 #: How each method in :data:`~agent_runtime.trainers.METHODS` builds its data and trains …
-RUNNERS: dict[str, Runner] = {"sft": _run_sft, "dpo": _run_dpo, "irr": _run_irr}
+RUNNERS: dict[str, Runner] = {
+    "sft": _run_sft,
+    "dpo": _run_dpo,
+    "irr": _run_irr,
+    "trpo": functools.partial(_run_rl, "trpo"),
+    "dgrpo": functools.partial(_run_rl, "dgrpo"),
+}
 #: … and the config class its options build.
-CONFIGS: dict[str, type[TrainConfig]] = {"sft": SFTConfig, "dpo": DPOConfig, "irr": IRRConfig}
+CONFIGS: dict[str, type[TrainConfig]] = {
+    "sft": SFTConfig,
+    "dpo": DPOConfig,
+    "irr": IRRConfig,
+    "trpo": TRPOConfig,
+    "dgrpo": DGRPOConfig,
+}

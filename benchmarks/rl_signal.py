@@ -1,0 +1,181 @@
+"""Does online RL move held-out success? DGRPO/TRPO from ``--base`` on SimPhone, before vs after.
+
+For each method (and each ablation asked for): held-out success of the starting policy on the
+*test* split of ``--tasks`` (one rollout per instance at the sampling temperature), then
+``--iterations`` of online RL on the *train* split, then held-out success of the result — each
+with a 95 % Wilson interval — plus wall times. ``--no-spa/--no-dapr/--no-fcf`` give MobileRL's
+ablation rows. Pick templates where the starting model's success is middling: at 0 % or 100 %
+every group is uniform, every advantage 0, and nothing is learnt.
+
+The other roles use ``--config`` (a runtime TOML); the trained role samples in-process (or from
+``--server-url``). Prints one line per phase, or one JSON object with ``--json``.
+
+    python benchmarks/rl_signal.py --base DIR --config runtime.toml --tasks 'Clock*' \
+        --iterations 20 --group-size 8 --eval-episodes 20 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95 % Wilson score interval of a success rate."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def evaluate(model_ref: str, args: argparse.Namespace, runs_dir: Path) -> dict[str, Any]:
+    """Held-out success of a model reference (base dir or distill output), one rollout per instance."""
+    from peft import PeftModel
+
+    from agent_runtime.config import RuntimeConfig, load_config
+    from agent_runtime.devices.simphone.tasks import select
+    from agent_runtime.devices.simphone.tasks.registry import task_instances
+    from agent_runtime.models.engine import TransformersEngine
+    from agent_runtime.trainers.artifacts import resolve_model_ref
+    from agent_runtime.trainers.rl_policy import InProcessPolicy
+    from agent_runtime.trainers.rollouts import RolloutRequest, RolloutWorker
+
+    resolved = resolve_model_ref(model_ref)
+    engine = TransformersEngine(resolved.base, dtype="float32")
+    if resolved.adapter is not None:
+        engine.model = PeftModel.from_pretrained(engine.model, str(resolved.adapter)).eval()
+    policy = InProcessPolicy(
+        engine, "eval", temperature=args.temperature, top_p=1.0, max_tokens=args.max_new_tokens
+    )
+    config = load_config(args.config) if args.config else RuntimeConfig()
+    worker = RolloutWorker(
+        config, args.role, policy.chat_model, engine.processor, runs_dir, max_turns=args.max_turns
+    )
+    instances = task_instances(select(args.tasks), split="test", episodes=args.eval_episodes, seed=args.seed)
+    started = time.perf_counter()
+    results = [
+        worker.play(RolloutRequest(task_name=t.name, task_seed=t.seed, sample_seed=args.seed + i))
+        for i, t in enumerate(instances)
+    ]
+    ok = sum(1 for r in results if r.episode.success)
+    low, high = wilson(ok, len(results))
+    return {
+        "episodes": len(results),
+        "successes": ok,
+        "success_rate": ok / len(results) if results else 0.0,
+        "wilson95": [round(low, 4), round(high, 4)],
+        "errors": sum(1 for r in results if r.episode.error),
+        "wall_s": round(time.perf_counter() - started, 2),
+    }
+
+
+def train(method: str, args: argparse.Namespace, out: Path, ablation: dict[str, bool]) -> dict[str, Any]:
+    from agent_runtime.trainers.distill import CONFIGS
+    from agent_runtime.trainers.rl_loop import RLOptions, train_online
+
+    fields: dict[str, Any] = {
+        "base": args.base,
+        "output_dir": out,
+        "role": args.role,
+        "num_generations": args.group_size,
+        "max_turns": args.max_turns,
+        "max_new_tokens": args.max_new_tokens,
+        "temperature": args.temperature,
+        "learning_rate": args.lr,
+        "lora_r": args.lora_r,
+        "lora_alpha": 2 * args.lora_r,
+        "seed": args.seed,
+    }
+    if method == "dgrpo":
+        fields.update(ablation)
+    cfg = CONFIGS[method](**fields)
+    opts = RLOptions(
+        tasks=args.tasks,
+        split="train",
+        episodes=args.train_episodes,
+        iterations=args.iterations,
+        rollout_workers=args.rollout_workers,
+        server_url=args.server_url,
+        runtime_config=args.config,
+    )
+    started = time.perf_counter()
+    lines: list[str] = []
+    _, training, _ = train_online(method, cfg, opts, overwrite=True, echo=lines.append)
+    if not args.json:
+        for line in lines:
+            print(f"  {method}: {line}", file=sys.stderr)
+    iters = training.extra["iterations"]
+    return {
+        "wall_s": round(time.perf_counter() - started, 2),
+        "train_success_by_iteration": [round(m["success_rate"], 4) for m in iters],
+        "losses": [p.loss for p in training.losses],
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument(
+        "--base", required=True, help="starting model: directory, transformers:DIR?adapter=A, distill output"
+    )
+    p.add_argument("--config", type=Path, help="runtime TOML for the other roles' models")
+    p.add_argument("--role", default="worker", help="trained role: worker or manager")
+    p.add_argument("--tasks", default="Clock*", help="SimPhone task pattern")
+    p.add_argument("--methods", default="dgrpo,trpo", help="comma-separated: dgrpo, trpo")
+    p.add_argument("--iterations", type=int, default=10, help="RL iterations per method")
+    p.add_argument("--group-size", type=int, default=8, help="G: rollouts per task")
+    p.add_argument("--train-episodes", type=int, default=1, help="train instances per template")
+    p.add_argument(
+        "--eval-episodes", type=int, default=10, help="held-out (test split) instances per template"
+    )
+    p.add_argument("--max-turns", type=int, default=10, help="policy steps per rollout at most")
+    p.add_argument("--max-new-tokens", type=int, default=256, help="longest reply")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    p.add_argument("--lr", type=float, default=1e-5, help="learning rate")
+    p.add_argument("--lora-r", type=int, default=16, help="LoRA rank")
+    p.add_argument("--rollout-workers", type=int, default=2, help="K: rollouts at once")
+    p.add_argument("--server-url", help="policy server with runtime LoRA loading (default: in-process)")
+    p.add_argument("--no-spa", action="store_true", help="DGRPO ablation: raw 0/1 rewards")
+    p.add_argument("--no-dapr", action="store_true", help="DGRPO ablation: no positive replay")
+    p.add_argument("--no-fcf", action="store_true", help="DGRPO ablation: no failure curriculum")
+    p.add_argument("--seed", type=int, default=0, help="seed")
+    p.add_argument("--out", type=Path, help="keep outputs here (default: a temporary directory)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    args = p.parse_args(argv)
+
+    ablation = {"spa": not args.no_spa, "dapr": not args.no_dapr, "fcf": not args.no_fcf}
+    with tempfile.TemporaryDirectory(prefix="rl_signal-") as tmp:
+        root = args.out or Path(tmp)
+        report: dict[str, Any] = {
+            "base": args.base,
+            "tasks": args.tasks,
+            "iterations": args.iterations,
+            "group_size": args.group_size,
+            "ablation": ablation,
+            "methods": {},
+        }
+        report["before"] = evaluate(args.base, args, root / "eval-before")
+        if not args.json:
+            print(f"before: {report['before']}", file=sys.stderr)
+        for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
+            trained = train(method, args, root / method, ablation)
+            from agent_runtime.trainers.artifacts import resolve_model_ref
+
+            after = f"transformers:{resolve_model_ref(args.base).base}?adapter={root / method}"
+            trained["after"] = evaluate(after, args, root / f"eval-{method}")
+            report["methods"][method] = trained
+            if not args.json:
+                print(f"{method}: after {trained['after']}, train {trained['wall_s']} s", file=sys.stderr)
+    print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
