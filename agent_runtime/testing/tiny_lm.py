@@ -11,10 +11,9 @@ Usage: ``python -m agent_runtime.testing.tiny_lm OUT_DIR [--seed N]``.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from agent_runtime.testing.tiny_vlm import CHAT_TEMPLATE, build_tokenizer
+from agent_runtime.testing.tiny_vlm import CHAT_TEMPLATE, build_tokenizer, run_cli, save_tiny
 
 
 def build_tiny_lm(out_dir: str | Path, *, seed: int = 0) -> Path:
@@ -40,28 +39,11 @@ def build_tiny_lm(out_dir: str | Path, *, seed: int = 0) -> Path:
     )
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config)
-    model.generation_config.eos_token_id = end
-    model.generation_config.pad_token_id = pad
-    model.generation_config.bos_token_id = None
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+    return save_tiny(model, tokenizer, out_dir, eos_id=end, pad_id=pad)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m agent_runtime.testing.tiny_lm", description=__doc__.split("\n")[0]
-    )
-    parser.add_argument("out_dir", type=Path, help="directory to write the model to")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
-    args = parser.parse_args(argv)
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    out = build_tiny_lm(args.out_dir, seed=args.seed)
-    print(f"wrote tiny text-only Qwen2 to {out}")
+    run_cli("agent_runtime.testing.tiny_lm", __doc__, build_tiny_lm, "tiny text-only Qwen2", argv)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ Usage: ``python -m agent_runtime.testing.tiny_vlm OUT_DIR [--seed N]``.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 #: Qwen's special tokens, in Qwen's order; each must stay a single id.
 SPECIAL_TOKENS = (
@@ -179,28 +181,38 @@ def build_tiny_vlm(
     )
     torch.manual_seed(seed)
     model = Qwen2_5_VLForConditionalGeneration(config)
-    model.generation_config.eos_token_id = ids["<|im_end|>"]
-    model.generation_config.pad_token_id = ids["<|endoftext|>"]
+    return save_tiny(model, processor, out_dir, eos_id=ids["<|im_end|>"], pad_id=ids["<|endoftext|>"])
+
+
+def save_tiny(model: Any, processing_class: Any, out_dir: str | Path, *, eos_id: int, pad_id: int) -> Path:
+    """Give a freshly built tiny model its generation ids and save it with its processor/tokenizer."""
+    model.generation_config.eos_token_id = eos_id
+    model.generation_config.pad_token_id = pad_id
     model.generation_config.bos_token_id = None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
-    processor.save_pretrained(out)
+    processing_class.save_pretrained(out)
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m agent_runtime.testing.tiny_vlm", description=__doc__.split("\n")[0]
-    )
+def run_cli(
+    module: str, doc: str | None, build: Callable[..., Path], what: str, argv: list[str] | None = None
+) -> None:
+    """``python -m MODULE OUT_DIR [--seed N]`` for a tiny-model builder."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=(doc or what).split("\n")[0])
     parser.add_argument("out_dir", type=Path, help="directory to write the model to")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     args = parser.parse_args(argv)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    out = build_tiny_vlm(args.out_dir, seed=args.seed)
-    print(f"wrote tiny Qwen2.5-VL to {out}")
+    out = build(args.out_dir, seed=args.seed)
+    print(f"wrote {what} to {out}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    run_cli("agent_runtime.testing.tiny_vlm", __doc__, build_tiny_vlm, "tiny Qwen2.5-VL", argv)
 
 
 if __name__ == "__main__":
