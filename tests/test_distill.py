@@ -137,9 +137,9 @@ def test_dpo_from_an_sft_output_uses_it_as_reference(runs, tiny_vlm_dir, tmp_pat
 
 
 def test_unknown_method_and_bad_options_are_usage_errors(runs, tmp_path):
-    res = distill(f"--role worker --method grpo --runs-dir {runs} --base {tmp_path} --out {tmp_path / 'o'}")
-    assert res.exit_code == 2 and "unknown training method 'grpo'" in said(res)
-    assert "sft:" in said(res) and "dpo:" in said(res) and "irr:" in said(res)
+    res = distill(f"--role worker --method ppo --runs-dir {runs} --base {tmp_path} --out {tmp_path / 'o'}")
+    assert res.exit_code == 2 and "unknown training method 'ppo'" in said(res)
+    assert "sft:" in said(res) and "dpo:" in said(res) and "irr:" in said(res) and "grpo:" in said(res)
     res = distill(f"--role planner --method sft --base {tmp_path} --out {tmp_path / 'o'}")
     assert res.exit_code == 2 and "unknown role 'planner'" in said(res)
     res = distill(f"--role manager --method irr --base {tmp_path} --out {tmp_path / 'o'}")

@@ -3,7 +3,8 @@
 Methods: ``sft`` (filtered role calls from ``--runs-dir``), ``dpo`` (preference pairs from
 ``--tasks`` on SimPhone and/or corrections in ``--runs-dir``), ``irr`` (reasoning bootstrapped
 for SimPhone expert demonstrations of ``--tasks``), ``trpo``/``dgrpo`` (online RL: rollouts of
-the agent on SimPhone ``--tasks``, ``--iterations`` of update + policy refresh, ``--resume``).
+the agent on SimPhone ``--tasks``, ``--iterations`` of update + policy refresh, ``--resume``),
+``grpo`` (Hi-Agent's single-step GRPO on the oracle's steps of ``--tasks``, TRL, ``--resume``).
 The output directory gets the adapter (or model) and ``manifest.json``, which also says how to
 serve the result.
 """
@@ -94,7 +95,7 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--role", help="Role to train: manager, worker, reflector, notetaker.")
         ],
         method: Annotated[
-            str, typer.Option("--method", help="sft, dpo, irr, trpo or dgrpo (see the command help).")
+            str, typer.Option("--method", help="sft, dpo, irr, trpo, dgrpo or grpo (see the command help).")
         ],
         base: Annotated[
             str,
@@ -152,7 +153,8 @@ def register(app: typer.Typer) -> None:
         tasks: Annotated[
             str | None,
             typer.Option(
-                "--tasks", help="SimPhone task pattern (glob or re:REGEX) for dpo pairs / irr demonstrations."
+                "--tasks",
+                help="SimPhone task pattern (glob or re:REGEX): dpo pairs, irr/grpo demos, rollouts.",
             ),
         ] = None,
         episodes: Annotated[int, typer.Option("--episodes", min=1, help="SimPhone instances per task.")] = 1,
@@ -178,10 +180,11 @@ def register(app: typer.Typer) -> None:
             typer.Option("--min-improvement", help="IRR: match-rate gain below which rounds stop."),
         ] = None,
         temperature: Annotated[
-            float | None, typer.Option("--temperature", help="IRR, trpo, dgrpo: sampling temperature.")
+            float | None, typer.Option("--temperature", help="IRR, trpo, dgrpo, grpo: sampling temperature.")
         ] = None,
         max_new_tokens: Annotated[
-            int | None, typer.Option("--max-new-tokens", help="IRR, trpo, dgrpo: longest sampled reply.")
+            int | None,
+            typer.Option("--max-new-tokens", help="IRR, trpo, dgrpo, grpo: longest sampled reply."),
         ] = None,
         coords: Annotated[
             str,
@@ -192,13 +195,16 @@ def register(app: typer.Typer) -> None:
         min_pixels: Annotated[int | None, typer.Option("--min-pixels", help="Image budget minimum.")] = None,
         max_pixels: Annotated[int | None, typer.Option("--max-pixels", help="Image budget maximum.")] = None,
         env: Annotated[
-            str | None, typer.Option("--env", help="trpo/dgrpo: rollout environment (simphone).")
+            str | None, typer.Option("--env", help="trpo/dgrpo/grpo: environment (simphone).")
         ] = None,
         group_size: Annotated[
-            int | None, typer.Option("--group-size", min=1, help="trpo/dgrpo: rollouts per task (G).")
+            int | None,
+            typer.Option(
+                "--group-size", min=1, help="trpo/dgrpo: rollouts per task; grpo: completions per prompt (G)."
+            ),
         ] = None,
         iterations: Annotated[
-            int, typer.Option("--iterations", min=1, help="trpo/dgrpo: rollout+update iterations in total.")
+            int, typer.Option("--iterations", min=1, help="trpo/dgrpo/grpo: iterations in total.")
         ] = 10,
         tasks_per_iteration: Annotated[
             int | None,
@@ -239,20 +245,50 @@ def register(app: typer.Typer) -> None:
         fcf: Annotated[
             bool | None, typer.Option("--fcf/--no-fcf", help="dgrpo: failure curriculum filtering.")
         ] = None,
+        alternate: Annotated[
+            bool,
+            typer.Option(
+                "--alternate", help="grpo, --role manager: alternate worker then manager updates (eq. 5)."
+            ),
+        ] = False,
+        low_level: Annotated[
+            str | None,
+            typer.Option(
+                "--low-level",
+                help="grpo: the low-level (action) model the manager's subgoals are executed by: "
+                "model dir, distill output or http(s)://HOST/v1[#name] (default: the base).",
+            ),
+        ] = None,
+        judge_model: Annotated[
+            str | None,
+            typer.Option(
+                "--judge-model",
+                help="grpo: the frozen subgoal judge: model dir, distill output or http(s)://HOST/v1[#name] "
+                "(default: the base).",
+            ),
+        ] = None,
+        coord_epsilon: Annotated[
+            float | None,
+            typer.Option(
+                "--coord-epsilon", help="grpo: largest normalised distance of a matching point (0.002)."
+            ),
+        ] = None,
         resume: Annotated[
-            bool, typer.Option("--resume", help="trpo/dgrpo: continue after the last finished iteration.")
+            bool,
+            typer.Option("--resume", help="trpo/dgrpo/grpo: continue after the last finished iteration."),
         ] = False,
         overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing output.")] = False,
     ) -> None:
         """Train ROLE with METHOD: sft (traces), dpo (SimPhone levels + trace corrections), irr (SimPhone),
-        trpo / dgrpo (online RL on SimPhone rollouts, one manifest per iteration, resumable)."""
+        trpo / dgrpo (online RL on SimPhone rollouts), grpo (Hi-Agent single-step GRPO on SimPhone oracle
+        steps); the last three write one manifest per iteration and resume."""
         from pydantic import ValidationError
 
         from agent_runtime.errors import ConfigError
-        from agent_runtime.trainers.distill import DataOptions, check_method, check_role
+        from agent_runtime.trainers.distill import ENV_METHODS, DataOptions, check_method, check_role
         from agent_runtime.trainers.distill import distill as run_distill
         from agent_runtime.trainers.filters.pipeline import FILTER_NAMES, FilterSettings
-        from agent_runtime.trainers.rl_loop import RL_METHODS, RLOptions
+        from agent_runtime.trainers.rl_loop import RLOptions
         from agent_runtime.trainers.worker_prompts import PromptSettings
 
         check_method(method)
@@ -278,7 +314,7 @@ def register(app: typer.Typer) -> None:
             )
             mc: Literal["keep", "drop"] = "keep" if missing_critic == "keep" else "drop"
             rl = None
-            if method in RL_METHODS and env is not None:
+            if method in ENV_METHODS and env is not None:
                 if env != "simphone":
                     raise ConfigError(f"unknown --env {env!r}", hint="online RL runs on: simphone")
                 rl = RLOptions(
@@ -342,6 +378,10 @@ def register(app: typer.Typer) -> None:
             "spa": spa,
             "dapr": dapr,
             "fcf": fcf,
+            "alternate": alternate,
+            "low_level": low_level,
+            "judge_model": judge_model,
+            "coord_epsilon": coord_epsilon,
         }
         config = build_config(method, common, extra)
         console = Console(stderr=True)

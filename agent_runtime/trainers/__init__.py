@@ -9,7 +9,9 @@ Face datasets in TRL's conversational format) → a method:
   FAILURE→SUCCESS corrections from traces);
 * ``irr`` — :mod:`.irr_trainer`, Iterative Reasoning Refinement of :mod:`.experts` (MobileRL §4.2);
 * ``trpo`` / ``dgrpo`` — online RL (:mod:`.rl_loop`): rollouts of the runtime graph on SimPhone
-  (:mod:`.rollouts`), :mod:`.trpo_trainer` / :mod:`.dgrpo_trainer`, :mod:`.policy_gradient`.
+  (:mod:`.rollouts`), :mod:`.trpo_trainer` / :mod:`.dgrpo_trainer`, :mod:`.policy_gradient`;
+* ``grpo`` — :mod:`.grpo_trainer`: Hi-Agent's single-step GRPO (TRL ``GRPOTrainer``) on the
+  oracle's steps (:mod:`.grpo_data`), foresight reward (:mod:`.grpo_rewards`), alternating levels.
 
 Every output directory carries a :class:`~.artifacts.Manifest`. Nothing here imports torch,
 transformers or trl until a trainer runs.
@@ -24,6 +26,7 @@ METHODS: dict[str, str] = {
     "irr": "Iterative Reasoning Refinement of SimPhone expert demonstrations",
     "trpo": "online RL on SimPhone rollouts: trajectory-aware relative policy optimisation (GUI-Owl)",
     "dgrpo": "online RL on SimPhone rollouts: difficulty-adaptive GRPO with SPA, DAPR, FCF (MobileRL)",
+    "grpo": "single-step GRPO on SimPhone oracle steps with the foresight reward, TRL (Hi-Agent)",
 }
 
 __all__ = ["METHODS"]

@@ -33,6 +33,7 @@ from agent_runtime.trainers.base_config import TrainConfig
 from agent_runtime.trainers.dgrpo_config import DGRPOConfig
 from agent_runtime.trainers.dpo_config import DPOConfig
 from agent_runtime.trainers.filters.pipeline import FilterSettings
+from agent_runtime.trainers.grpo_config import GRPOConfig
 from agent_runtime.trainers.irr_config import IRRConfig
 from agent_runtime.trainers.rl_loop import RL_METHODS, RLOptions
 from agent_runtime.trainers.samples import TRAINABLE_ROLES
@@ -44,6 +45,8 @@ Advance = Callable[[int], None]
 Track = Callable[[str, int | None], Advance]
 Echo = Callable[[str], None]
 T = TypeVar("T")
+#: Methods that take ``--env simphone`` (:class:`RLOptions`): the online loop's, and Hi-Agent's GRPO.
+ENV_METHODS = (*RL_METHODS, "grpo")
 
 #: Where SimPhone-derived screenshots and expert records go inside the output directory.
 DATA_DIR = "data"
@@ -67,7 +70,7 @@ class DataOptions(BaseModel):
         True, description="DPO: also pair FAILURE steps with later SUCCESS steps in traces"
     )
     prompt: PromptSettings = Field(default_factory=PromptSettings, description="Worker prompt settings")
-    rl: RLOptions | None = Field(None, description="online RL (trpo, dgrpo): rollouts and iterations")
+    rl: RLOptions | None = Field(None, description="RL (trpo, dgrpo, grpo): environment and iterations")
     overwrite: bool = Field(False, description="replace an existing distill output")
 
 
@@ -85,7 +88,7 @@ def check_method(method: str) -> None:
 def check_role(role: str, method: str) -> None:
     if role not in TRAINABLE_ROLES:
         raise ConfigError(f"unknown role {role!r}", hint=f"use one of: {', '.join(TRAINABLE_ROLES)}")
-    if method in RL_METHODS and role not in ("worker", "manager"):
+    if method in ENV_METHODS and role not in ("worker", "manager"):
         raise ConfigError(f"--method {method} trains the worker or the manager", hint="use --role worker")
     if method in ("dpo", "irr") and role != "worker":
         raise ConfigError(
@@ -97,8 +100,9 @@ def check_sources(method: str, data: DataOptions) -> None:
     """Fail before any work when the method has nothing to learn from."""
     if method == "sft" and data.runs_dir is None:
         raise ConfigError("sft learns from traces: pass --runs-dir DIR")
-    if method in RL_METHODS and data.rl is None:
-        raise ConfigError(f"--method {method} learns from rollouts: pass --env simphone [--tasks PATTERN]")
+    if method in ENV_METHODS and data.rl is None:
+        what = "oracle steps" if method == "grpo" else "rollouts"
+        raise ConfigError(f"--method {method} learns from {what}: pass --env simphone [--tasks PATTERN]")
     if method == "dpo" and data.tasks is None and data.runs_dir is None:
         raise ConfigError("DPO needs pairs: pass --tasks PATTERN (SimPhone) and/or --runs-dir DIR (traces)")
 
@@ -372,6 +376,24 @@ def _run_rl(
     return train_online(method, config, data.rl, overwrite=data.overwrite, echo=echo)
 
 
+# -- grpo ---------------------------------------------------------------------------------------
+
+
+def _run_grpo(
+    config: TrainConfig, resolved: ResolvedModel, data: DataOptions, track: Track, echo: Echo
+) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
+    from agent_runtime.trainers.grpo_trainer import train_grpo
+
+    assert data.rl is not None  # check_sources
+    grpo = config if isinstance(config, GRPOConfig) else GRPOConfig(**config.model_dump())
+    levels = "alternating low/high" if grpo.alternate else ("high" if grpo.role == "manager" else "low")
+    echo(
+        f"single-step GRPO of the {grpo.role} ({levels} level): {data.rl.iterations} iterations, "
+        f"G = {grpo.num_generations}"
+    )
+    return train_grpo(grpo, data.rl, data.prompt, overwrite=data.overwrite, echo=echo)
+
+
 Runner = Callable[
     [TrainConfig, ResolvedModel, DataOptions, Track, Echo],
     tuple[DataSummary, TrainingSummary, dict[str, Any]],
@@ -383,6 +405,7 @@ RUNNERS: dict[str, Runner] = {
     "irr": _run_irr,
     "trpo": functools.partial(_run_rl, "trpo"),
     "dgrpo": functools.partial(_run_rl, "dgrpo"),
+    "grpo": _run_grpo,
 }
 #: … and the config class its options build.
 CONFIGS: dict[str, type[TrainConfig]] = {
@@ -391,4 +414,5 @@ CONFIGS: dict[str, type[TrainConfig]] = {
     "irr": IRRConfig,
     "trpo": TRPOConfig,
     "dgrpo": DGRPOConfig,
+    "grpo": GRPOConfig,
 }

@@ -42,6 +42,17 @@ class GRPOConfig(OnlineRLConfig):
         0.002, gt=0.0, description="r_env: largest L2 distance of normalised coordinates that still matches"
     )
     advantage_epsilon: float = Field(1e-4, ge=0.0, description="added to the std (TRL's value)")
+    alternate: bool = Field(
+        False, description="role manager: alternate low- then high-level updates each iteration (eq. 5)"
+    )
+    low_level: str | None = Field(
+        None,
+        description="the low-level model (model dir, distill output or http(s) URL[#name]); None: the base",
+    )
+    judge_model: str | None = Field(
+        None,
+        description="frozen judge V_judge: model dir, distill output or http(s) URL[#name]; None: the base",
+    )
 
     @field_validator("reward_weights")
     @classmethod
