@@ -136,7 +136,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         text_model: Annotated[
             str | None,
-            typer.Option("--text-model", help="A models.NAME entry for the trajectory critic's text channel."),
+            typer.Option(
+                "--text-model", help="A models.NAME entry for the trajectory critic's text channel."
+            ),
         ] = None,
         steps: Annotated[bool, typer.Option("--steps/--no-steps", help="Run the step-level critic.")] = True,
         trajectory: Annotated[

@@ -58,8 +58,10 @@ def _base_and_adapter(path: str) -> tuple[str, str | None]:
     (:func:`agent_runtime.trainers.artifacts.resolve_model_ref`); plain directories pass through
     untouched, so no trainer code is imported for them.
     """
-    if "?" not in path and not (Path(path).expanduser() / "manifest.json").is_file() and not path.endswith(
-        "manifest.json"
+    if (
+        "?" not in path
+        and not (Path(path).expanduser() / "manifest.json").is_file()
+        and not path.endswith("manifest.json")
     ):
         return path, None
     from agent_runtime.errors import TrainingError
@@ -101,7 +103,12 @@ class TransformersChatModel(OpenAIShapedChatModel):
             path, adapter = _base_and_adapter(path)
         else:
             raise ConfigError(f"model {cfg.model!r} is not a transformers: or gguf: model")
-        fields = {"path": path, "adapter": adapter, "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
+        fields = {
+            "path": path,
+            "adapter": adapter,
+            "temperature": cfg.temperature,
+            "max_tokens": cfg.max_tokens,
+        }
         return cls(**(fields | overrides))
 
     @property
