@@ -231,3 +231,20 @@ def test_cli_simphone_tasks():
     assert table.exit_code == 0 and "SettingsToggle" in table.stdout and "example goal" in table.stdout
     bad = runner.invoke(cli_app, ["simphone", "tasks", "--app", "Fax"])
     assert bad.exit_code == 1 and "no SimPhone task matches" in bad.output
+
+
+def test_agent_eval_against_a_dead_server_stops_with_the_servers_error(tmp_path):
+    """A dead model server would fail every episode alike: the evaluation stops and says why."""
+    from agent_runtime.errors import ModelError
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(
+        '[models.default]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\nretries = 0\n'
+        f'[roles.rag]\nenabled = false\n[runs]\ndir = "{tmp_path / "runs"}"\n'
+    )
+    with pytest.raises(ModelError, match="127.0.0.1:9"):
+        evaluate(AgentPolicy(load_config(cfg)), tasks="SettingsToggle", split="test", episodes=2)
+    res = runner.invoke(
+        cli_app, ["eval", "--policy", "agent", "--tasks", "SettingsToggle", "--episodes", "1", "-c", str(cfg)]
+    )
+    assert res.exit_code == 1 and "127.0.0.1:9" in res.output and "Traceback" not in res.output

@@ -61,20 +61,21 @@ def probe_model(cfg: ModelConfig, timeout_s: float = 5.0) -> tuple[bool, str]:
     return True, f"{cfg.base_url} serves {', '.join(ids)}"
 
 
-def run_doctor(config: RuntimeConfig | None, config_error: AgentRuntimeError | None) -> tuple[Table, bool]:
-    """Build the doctor table; return it and whether everything needed passed."""
+def run_doctor(
+    config: RuntimeConfig | None, config_error: AgentRuntimeError | None
+) -> tuple[Table, list[str]]:
+    """Build the doctor table; return it and the names of the required checks that failed."""
     table = Table(title="agent-runtime doctor")
     table.add_column("check")
     table.add_column("status")
     table.add_column("detail", overflow="fold")
-    ok_all = True
+    failed: list[str] = []
 
     def row(name: str, ok: bool, detail: str, required: bool = True) -> None:
-        nonlocal ok_all
         status = "[green]ok[/]" if ok else ("[red]FAIL[/]" if required else "[yellow]missing[/]")
         table.add_row(name, status, detail)
         if required and not ok:
-            ok_all = False
+            failed.append(name)
 
     row("config", config_error is None, str(config_error) if config_error else "valid")
     if config is not None:
@@ -107,7 +108,7 @@ def run_doctor(config: RuntimeConfig | None, config_error: AgentRuntimeError | N
             "installed" if not missing else f"missing {', '.join(missing)}",
             required=False,
         )
-    return table, ok_all
+    return table, failed
 
 
 def register(app: typer.Typer) -> None:
@@ -133,8 +134,17 @@ def register(app: typer.Typer) -> None:
             cfg = load_config(config)
         except AgentRuntimeError as exc:
             error = exc
-        table, ok = run_doctor(cfg, error)
+        table, failed = run_doctor(cfg, error)
         Console().print(table)
-        if not ok:
-            Console(stderr=True).print("[red]doctor found problems[/] (see FAIL rows above)")
+        if failed:
+            err = Console(stderr=True)
+            err.print("[red]doctor found problems[/] (see FAIL rows above)")
+            if any(name.startswith("role ") for name in failed):
+                err.print(
+                    "  no model endpoint answers: start one (vllm serve MODEL --port 8000, or "
+                    "agent-runtime serve --model DIR), point [models.default] base_url at yours, "
+                    "or try the offline pipeline: agent-runtime demo",
+                    highlight=False,
+                    markup=False,
+                )
             raise typer.Exit(1)

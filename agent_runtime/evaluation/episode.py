@@ -16,12 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_runtime.actions import Action, ActionResult, Answer, Terminate
 from agent_runtime.device import Device
-from agent_runtime.errors import ConfigError
+from agent_runtime.errors import ConfigError, ModelError
 from agent_runtime.observation import Observation
 
 if TYPE_CHECKING:
     from agent_runtime.config import RuntimeConfig
     from agent_runtime.devices.simphone.tasks import Task
+
 
 class Outcome(BaseModel):
     """What a policy reports after an episode; success itself is judged by the task."""
@@ -153,6 +154,11 @@ class AgentPolicy:
 
     def __call__(self, task: Task, device: Device) -> Outcome:
         result = self._runtime(self.config).run(task.goal, device=device, max_steps=task.max_steps)
+        if result.status == "error" and (result.error or {}).get("type") == "ModelError":
+            # A dead or failing model server fails every episode alike: stop the evaluation.
+            raise ModelError(
+                result.error["message"], hint=result.error.get("hint"), run_dir=str(result.run_dir)
+            )
         return Outcome(
             answer=result.answer, steps=result.steps, status=str(result.status), run_dir=str(result.run_dir)
         )

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
-from agent_runtime.errors import ConfigError, DependencyError
+from agent_runtime.errors import ConfigError, DependencyError, ModelError
 from agent_runtime.evaluation.episode import Policy, policy_name
 from agent_runtime.evaluation.report import EpisodeResult, EvalReport
 
@@ -27,7 +27,7 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
 
     Errors raised while playing are recorded on the result (status ``error``) so one broken
     episode does not lose the rest of the evaluation — except configuration and dependency
-    errors, which would fail every episode alike and are re-raised.
+    errors and model-server failures, which would fail every episode alike and are re-raised.
     """
     from agent_runtime.devices.simphone import SimPhone
     from agent_runtime.devices.simphone.tasks import make_task, split_of
@@ -55,7 +55,7 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
                     "score": score,
                 },
             )
-    except (ConfigError, DependencyError):
+    except (ConfigError, DependencyError, ModelError):
         raise
     except Exception as exc:  # recorded, see the docstring
         error = f"{type(exc).__name__}: {exc}"
