@@ -135,3 +135,23 @@ def test_torn_last_line_is_skipped(runs):
     assert len(load_run(ok.run_dir).calls) == before
     res = runner.invoke(app, ["traces", "show", ok.run_id, "--runs-dir", str(root)])
     assert res.exit_code == 0
+
+
+def test_show_marks_unparseable_steps_without_leaking_markup(tmp_path):
+    garbage = ScriptedChatModel(
+        script={
+            "manager": manager_reply(["Open Settings"]),
+            "worker": "not an action",
+            "reflector": "### Outcome ###\nC",
+            "notetaker": "None",
+        }
+    )
+    rt = Runtime(
+        make_config(),
+        models=dict.fromkeys(("manager", "worker", "reflector", "notetaker"), garbage),
+        runs_dir=tmp_path,
+    )
+    run = rt.run("Open Settings", device=SimPhone(seed=0), max_steps=1)
+    res = runner.invoke(app, ["traces", "show", run.run_id, "--runs-dir", str(tmp_path)], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    assert "unparseable" in res.output and "[red]" not in res.output and "[/]" not in res.output

@@ -185,15 +185,19 @@ def register(app: typer.Typer) -> None:
         for col in ("#", "subgoal", "action (model → screen)", "verdict", "critical path"):
             steps.add_column(col, overflow="fold")
         for s in run.steps:
-            action = json.dumps(s.action, ensure_ascii=False) if s.action else "[red]unparseable[/]"
-            if s.action_screen and s.action_screen != s.action:
-                action += f" → {s.action_screen.get('coordinate', '')}"
+            if s.action:
+                action = json.dumps(s.action, ensure_ascii=False)
+                if s.action_screen and s.action_screen != s.action:
+                    action += f" → {s.action_screen.get('coordinate', '')}"
+                action = escape(_short(action, 90))
+            else:
+                action = "[red]unparseable[/]"
             verdict = f"{s.verdict.outcome} {_short(s.verdict.feedback, 50)}" if s.verdict else ""
             cp = s.timings_ms.get("critical_path")
             steps.add_row(
                 str(s.step),
                 escape(_short(s.subgoal, 50)),
-                escape(_short(action, 90)),
+                action,
                 escape(verdict),
                 f"{cp:.0f} ms" if cp is not None else "",
             )
