@@ -13,7 +13,10 @@ in-process ``transformers:`` backend), these resolve with :func:`resolve_model_r
 * ``transformers:BASE?adapter=ADAPTER`` — a base model plus a LoRA adapter directory;
 * ``DIR`` / ``transformers:DIR`` where ``DIR/manifest.json`` exists — a ``distill`` output:
   base + adapter for LoRA outputs, the directory itself for full fine-tunes;
-* ``.../manifest.json`` — the same, naming the manifest file.
+* ``.../manifest.json`` — the same, naming the manifest file;
+* ``gguf:PACKAGE_OR_PATH`` (also with ``?adapter=ADAPTER``) — a GGUF base, converted once into
+  the user cache (:func:`agent_runtime.models.resolve_model_dir`); the result names that cache
+  directory, so a manifest's ``base_model`` is an ordinary model directory.
 """
 
 from __future__ import annotations
@@ -26,12 +29,26 @@ from urllib.parse import parse_qs
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agent_runtime.errors import ConfigError, TrainingError
+from agent_runtime.errors import AgentRuntimeError, ConfigError, TrainingError
+from agent_runtime.trainers.base_config import LANGUAGE_MODEL_LORA_TARGETS
 from agent_runtime.trainers.filters import FilterReport
 
 MANIFEST = "manifest.json"
 TRANSFORMERS_PREFIX = "transformers:"
+GGUF_PREFIX = "gguf:"
 MANIFEST_VERSION = 1
+#: LoRA targets of a text-only causal LM: its modules are ``model.layers.N.*``, with no
+#: ``language_model`` in the name, so the vision-language default would wrap nothing.
+TEXT_MODEL_LORA_TARGETS = r".*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
+
+
+def lora_targets_for(targets: str, *, text_only: bool) -> str:
+    """The LoRA target regex to use: the default names the VLM's language model, which a
+    text-only model does not have, so there the default becomes every decoder projection.
+    An explicitly chosen regex is kept as it is."""
+    if text_only and targets == LANGUAGE_MODEL_LORA_TARGETS:
+        return TEXT_MODEL_LORA_TARGETS
+    return targets
 
 
 class ResolvedModel(BaseModel):
@@ -157,6 +174,16 @@ def read_manifest(path: Path | str) -> Manifest:
         raise TrainingError(f"{p} is not a distill manifest: {exc.errors()[0]['msg']}") from None
 
 
+def _gguf_dir(spec: str) -> Path:
+    """The converted cache directory of a ``gguf:`` base (converting it on first use)."""
+    from agent_runtime.models import resolve_model_dir
+
+    try:
+        return resolve_model_dir(spec)
+    except AgentRuntimeError as exc:
+        raise TrainingError(f"cannot use the base {spec}: {exc.message}", hint=exc.hint) from None
+
+
 def resolve_model_ref(spec: str | Path) -> ResolvedModel:
     """Resolve a model reference (module docstring) to directories that exist.
 
@@ -167,6 +194,8 @@ def resolve_model_ref(spec: str | Path) -> ResolvedModel:
     if text.startswith(TRANSFORMERS_PREFIX):
         text = text.removeprefix(TRANSFORMERS_PREFIX)
     path_part, _, query = text.partition("?")
+    if path_part.startswith(GGUF_PREFIX):
+        path_part = str(_gguf_dir(path_part))
     if not path_part:
         raise ConfigError(f"model reference {str(spec)!r} names no directory")
     options = parse_qs(query, keep_blank_values=True) if query else {}

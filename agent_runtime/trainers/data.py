@@ -8,6 +8,13 @@ resized to the recorded ``size`` (the size ``smart_resize`` gave the role), goes
 Columns: SFT ``prompt``, ``completion``, ``images``; DPO ``prompt``, ``chosen``, ``rejected``,
 ``images``. Rows are encoded in batches so a large dataset never holds all decoded screenshots.
 
+A text-only base (``text_only=True``: a causal LM without a vision tower, such as a ``gguf:`` base)
+gets no ``images`` column — TRL treats any dataset with one as a vision dataset — and plain-string
+message contents, the text parts joined with newlines exactly as the in-process engine joins them
+at inference (:func:`agent_runtime.models.engine.to_text_messages`), so the model is trained on the
+prompts it will be served. Runs recorded in a screenshot observation mode hold images and cannot
+train such a model; that is a :class:`TrainingError` naming the fix.
+
 This module imports ``datasets`` and PIL lazily (inside the builders).
 """
 
@@ -96,8 +103,41 @@ def to_conversational(
     return out, images
 
 
-def assistant(text: str) -> list[dict[str, Any]]:
-    """A completion in TRL's conversational form."""
+def to_text_conversational(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Recorded messages → TRL messages with string contents, for a text-only model."""
+    out: list[dict[str, str]] = []
+    for message in messages:
+        role = message.get("role")
+        if role not in ("system", "user", "assistant"):
+            raise TrainingError(f"recorded message has unsupported role {role!r}")
+        content = message.get("content")
+        if isinstance(content, str) or content is None:
+            out.append({"role": role, "content": content or ""})
+            continue
+        texts: list[str] = []
+        for part in content:
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text":
+                texts.append(str(part.get("text", "")))
+            elif kind == "image_ref":
+                raise TrainingError(
+                    "a recorded call holds a screenshot, but the base model is text-only",
+                    hint="record the runs with observation = 'ui_tree' (agent-runtime simphone demos "
+                    "--observation ui_tree), or train a vision-language base",
+                )
+            else:
+                raise TrainingError(
+                    f"recorded message part of type {kind!r} cannot be turned into training data",
+                    hint="traces store images as image_ref parts; was this run written by agent-runtime?",
+                )
+        out.append({"role": role, "content": "\n".join(texts)})
+    return out
+
+
+def assistant(text: str, *, text_only: bool = False) -> list[dict[str, Any]]:
+    """A completion in TRL's conversational form (string content for a text-only model)."""
+    if text_only:
+        return [{"role": "assistant", "content": text}]
     return [{"role": "assistant", "content": [{"type": "text", "text": text}]}]
 
 
@@ -109,15 +149,26 @@ def _message_feature() -> Any:
     )
 
 
-def sft_features() -> Features:
+def _text_message_feature() -> Any:
+    from datasets import List, Value
+
+    return List({"role": Value("string"), "content": Value("string")})
+
+
+def sft_features(*, text_only: bool = False) -> Features:
     from datasets import Features, Image, List
 
+    if text_only:
+        return Features({"prompt": _text_message_feature(), "completion": _text_message_feature()})
     return Features({"prompt": _message_feature(), "completion": _message_feature(), "images": List(Image())})
 
 
-def dpo_features() -> Features:
+def dpo_features(*, text_only: bool = False) -> Features:
     from datasets import Features, Image, List
 
+    if text_only:
+        message = _text_message_feature()
+        return Features({"prompt": message, "chosen": message, "rejected": message})
     return Features(
         {
             "prompt": _message_feature(),
@@ -157,16 +208,22 @@ class SFTRecord(Protocol):
     def image_root(self) -> str: ...
 
 
-def build_sft_dataset(records: Sequence[SFTRecord], *, on_row: Callable[[], None] | None = None) -> Dataset:
-    """``prompt`` / ``completion`` / ``images`` rows, one per record."""
+def build_sft_dataset(
+    records: Sequence[SFTRecord], *, on_row: Callable[[], None] | None = None, text_only: bool = False
+) -> Dataset:
+    """``prompt`` / ``completion`` / ``images`` rows, one per record (no ``images`` when text-only)."""
     loader = ImageLoader()
 
     def rows() -> Iterator[dict[str, Any]]:
         for r in records:
+            if text_only:
+                prompt = to_text_conversational(r.messages)
+                yield {"prompt": prompt, "completion": assistant(r.completion, text_only=True)}
+                continue
             prompt, images = to_conversational(r.messages, r.image_root, loader)
             yield {"prompt": prompt, "completion": assistant(r.completion), "images": images}
 
-    return _build(rows(), sft_features(), len(records), on_row)
+    return _build(rows(), sft_features(text_only=text_only), len(records), on_row)
 
 
 class PreferenceRecord(Protocol):
@@ -179,13 +236,24 @@ class PreferenceRecord(Protocol):
 
 
 def build_dpo_dataset(
-    records: Sequence[PreferenceRecord], *, on_row: Callable[[], None] | None = None
+    records: Sequence[PreferenceRecord],
+    *,
+    on_row: Callable[[], None] | None = None,
+    text_only: bool = False,
 ) -> Dataset:
-    """``prompt`` / ``chosen`` / ``rejected`` / ``images`` rows, one per preference pair."""
+    """``prompt`` / ``chosen`` / ``rejected`` / ``images`` rows, one per preference pair
+    (no ``images`` when text-only)."""
     loader = ImageLoader()
 
     def rows() -> Iterator[dict[str, Any]]:
         for r in records:
+            if text_only:
+                yield {
+                    "prompt": to_text_conversational(r.messages),
+                    "chosen": assistant(r.chosen, text_only=True),
+                    "rejected": assistant(r.rejected, text_only=True),
+                }
+                continue
             prompt, images = to_conversational(r.messages, r.image_root, loader)
             yield {
                 "prompt": prompt,
@@ -194,4 +262,4 @@ def build_dpo_dataset(
                 "images": images,
             }
 
-    return _build(rows(), dpo_features(), len(records), on_row)
+    return _build(rows(), dpo_features(text_only=text_only), len(records), on_row)

@@ -25,6 +25,7 @@ from agent_runtime.trainers.artifacts import (
     Manifest,
     ResolvedModel,
     TrainingSummary,
+    lora_targets_for,
     resolve_model_ref,
     serve_info,
     write_manifest,
@@ -149,6 +150,10 @@ def distill(
         raise ConfigError(f"{out} already holds a distill output", hint=hint)
     config = config.model_copy(update={"output_dir": out})
     resolved = resolve_model_ref(config.base)  # fail on a bad --base before any data work
+    if config.lora and _text_only(resolved):
+        # Record the LoRA targets actually used: the VLM default names modules a text-only LM lacks.
+        targets = lora_targets_for(config.lora_target_modules, text_only=True)
+        config = config.model_copy(update={"lora_target_modules": targets})
     runner = RUNNERS.get(method)
     if runner is None:
         raise ConfigError(f"training method {method!r} is listed but has no runner in this build")
@@ -174,6 +179,13 @@ def distill(
     )
     write_manifest(manifest)
     return manifest
+
+
+def _text_only(resolved: ResolvedModel) -> bool:
+    """Whether the base is a text-only causal LM (its data then carry no screenshots)."""
+    from agent_runtime.models.hf import is_text_only
+
+    return is_text_only(resolved.base)
 
 
 # -- sft ----------------------------------------------------------------------------------------
@@ -223,7 +235,7 @@ def _run_sft(
             "every sample was filtered out", hint="see the filter report above; loosen the filters"
         )
     advance = track("building the dataset", len(samples))
-    dataset = build_sft_dataset(samples, on_row=lambda: advance(1))
+    dataset = build_sft_dataset(samples, on_row=lambda: advance(1), text_only=_text_only(resolved))
     sft = config if isinstance(config, SFTConfig) else SFTConfig(**config.model_dump())
     echo(f"training {config.role} ({'LoRA' if sft.lora else 'full'}) on {len(dataset)} samples")
     return summary, train_sft(sft, dataset), {}
@@ -283,7 +295,7 @@ def _run_dpo(
         raise TrainingError("no preference pairs", hint="add --tasks, or runs with corrected failures")
     summary = summary.model_copy(update={"max_samples": data.max_samples, "train_rows": len(pairs)})
     advance = track("building the dataset", len(pairs))
-    dataset = build_dpo_dataset(pairs, on_row=lambda: advance(1))
+    dataset = build_dpo_dataset(pairs, on_row=lambda: advance(1), text_only=_text_only(resolved))
     dpo = config if isinstance(config, DPOConfig) else DPOConfig(**config.model_dump())
     echo(f"training {config.role} with DPO ({'LoRA' if dpo.lora else 'full'}) on {len(dataset)} pairs")
     return summary, train_dpo(dpo, dataset), extra

@@ -20,8 +20,14 @@ from peft import LoraConfig, PeftModel
 from transformers import TrainerCallback
 
 from agent_runtime.errors import AgentRuntimeError, TrainingError
-from agent_runtime.models.hf import load_model, load_processor
-from agent_runtime.trainers.artifacts import LossPoint, ResolvedModel, TrainingSummary, resolve_model_ref
+from agent_runtime.models.hf import is_text_only, load_model, load_processing_class
+from agent_runtime.trainers.artifacts import (
+    LossPoint,
+    ResolvedModel,
+    TrainingSummary,
+    lora_targets_for,
+    resolve_model_ref,
+)
 from agent_runtime.trainers.base_config import TrainConfig
 
 
@@ -40,21 +46,26 @@ def _dtype() -> str:
     return "auto" if torch.cuda.is_available() else "float32"
 
 
-def lora_config(cfg: TrainConfig) -> LoraConfig:
+def lora_config(cfg: TrainConfig, *, text_only: bool = False) -> LoraConfig:
     return LoraConfig(
         r=cfg.lora_r,
         lora_alpha=cfg.lora_alpha,
         lora_dropout=cfg.lora_dropout,
-        target_modules=cfg.lora_target_modules,
+        target_modules=lora_targets_for(cfg.lora_target_modules, text_only=text_only),
         task_type="CAUSAL_LM",
     )
 
 
 def load_policy(cfg: TrainConfig) -> LoadedPolicy:
-    """The model to train: the base (LoRA added by the trainer), or base + a previous adapter."""
+    """The model to train: the base (LoRA added by the trainer), or base + a previous adapter.
+
+    A text-only base (:func:`~agent_runtime.models.hf.is_text_only`) comes with its tokenizer as
+    the processing class; a vision-language one with its processor.
+    """
     resolved = resolve_model_ref(cfg.base)
     try:
-        processor = load_processor(resolved.base)
+        text_only = is_text_only(resolved.base)
+        processor = load_processing_class(resolved.base)
         model = load_model(resolved.base, dtype=_dtype())
     except AgentRuntimeError as exc:
         raise TrainingError(
@@ -69,7 +80,7 @@ def load_policy(cfg: TrainConfig) -> LoadedPolicy:
             model = model.merge_and_unload()
             model.requires_grad_(True)
     elif cfg.lora:
-        peft_config = lora_config(cfg)
+        peft_config = lora_config(cfg, text_only=text_only)
     return LoadedPolicy(model=model, processor=processor, peft_config=peft_config, resolved=resolved)
 
 

@@ -1,0 +1,117 @@
+"""``distill`` on a text-only base: SimPhone demos in ui_tree mode → LoRA adapter → in-process model.
+
+The base is the tiny text-only Qwen2 (session fixture ``tiny_lm_dir``); ``gguf:`` references are
+exercised through a pre-filled GGUF cache so no conversion (tens of seconds) runs here — the
+conversion itself is tested in ``tests/test_models_gguf.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from langchain_core.messages import HumanMessage
+from safetensors.torch import load_file
+from typer.testing import CliRunner
+
+from agent_runtime.cli import app
+from agent_runtime.config import ModelConfig
+from agent_runtime.errors import TrainingError
+from agent_runtime.models import make_chat_model
+from agent_runtime.trainers.artifacts import TEXT_MODEL_LORA_TARGETS, read_manifest, resolve_model_ref
+from agent_runtime.trainers.data import build_sft_dataset
+from agent_runtime.trainers.oracle_traces import DemoOptions, write_demos
+from agent_runtime.trainers.samples import collect_samples
+from tests.test_trainers import one_torch_thread  # noqa: F401  (autouse)
+
+runner = CliRunner()
+TEMPLATES = "SettingsToggle,ClockReachTab"
+
+
+@pytest.fixture(scope="module")
+def tree_demos(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tree-demos")
+    report = write_demos(DemoOptions(tasks=TEMPLATES, episodes=1, observation="ui_tree"), out)
+    assert report.episodes == 2 and not report.skipped
+    return out
+
+
+def distill(args: str):
+    return runner.invoke(app, ["distill", *args.split()], terminal_width=200)
+
+
+def test_text_only_dataset_has_string_contents_and_no_images(tree_demos):
+    samples = collect_samples(tree_demos, ["worker"]).samples
+    dataset = build_sft_dataset(samples, text_only=True)
+    assert set(dataset.column_names) == {"prompt", "completion"} and len(dataset) == len(samples)
+    row = dataset[0]
+    recorded = samples[0].messages[-1]["content"]
+    joined = "\n".join(p["text"] for p in recorded if p["type"] == "text")
+    assert row["prompt"][-1] == {"role": "user", "content": joined}
+    assert "UI Tree" in joined
+    assert row["completion"] == [{"role": "assistant", "content": samples[0].completion}]
+
+
+@pytest.mark.train
+def test_screenshot_runs_cannot_train_a_text_only_base(tmp_path, tiny_lm_dir):
+    runs = tmp_path / "shots"
+    write_demos(DemoOptions(tasks="SettingsToggle", observation="screenshot"), runs)
+    res = distill(f"--role worker --method sft --runs-dir {runs} --base {tiny_lm_dir} --out {tmp_path / 'o'}")
+    assert res.exit_code != 0
+    text = " ".join(res.output.split())
+    assert "text-only" in text and "--observation ui_tree" in text
+
+
+@pytest.mark.train
+def test_sft_on_ui_tree_demos_gives_an_adapter_the_in_process_model_answers_with(
+    tree_demos, tiny_lm_dir, tmp_path
+):
+    out = tmp_path / "worker-text"
+    res = distill(
+        f"--role worker --method sft --runs-dir {tree_demos} --base {tiny_lm_dir} --out {out} "
+        "--max-steps 2 --lr 1e-2 --lora-r 4 --skip-filter reweight"
+    )
+    assert res.exit_code == 0, res.output
+    m = read_manifest(out)
+    assert (m.kind, m.role, m.training.steps) == ("lora", "worker", 2)
+    assert m.base_model == str(tiny_lm_dir.resolve())
+    assert m.hyperparameters["lora_target_modules"] == TEXT_MODEL_LORA_TARGETS
+    adapter_cfg = json.loads((out / "adapter_config.json").read_text())
+    assert adapter_cfg["target_modules"] == TEXT_MODEL_LORA_TARGETS
+    weights = load_file(str(out / "adapter_model.safetensors"))
+    lora_b = [t for name, t in weights.items() if "lora_B" in name]
+    assert lora_b and any(t.abs().sum() > 0 for t in lora_b)  # trained: B starts at zero
+    assert any(".mlp.down_proj." in name for name in weights)  # every decoder projection wrapped
+
+    prompt = collect_samples(tree_demos, ["worker"]).samples[0].messages[-1]["content"][0]["text"]
+    model = make_chat_model(
+        ModelConfig(
+            base_url=None, model=f"transformers:{tiny_lm_dir}?adapter={out}", observation="ui_tree",
+            max_tokens=8, temperature=0.0,
+        )
+    )
+    reply = model.invoke([HumanMessage(content=prompt)])
+    assert isinstance(reply.content, str) and reply.content
+    assert reply.response_metadata["model_name"] == f"adapter:{out.resolve()}"
+
+
+def test_gguf_reference_resolves_to_the_converted_cache(tmp_path, tiny_lm_dir, monkeypatch):
+    from agent_runtime.models.gguf import resolve
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    source = resolve(f"gguf:{gguf}")
+    source.cache_dir.parent.mkdir(parents=True)
+    shutil.copytree(tiny_lm_dir, source.cache_dir)  # as if converted before
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+
+    assert resolve_model_ref(f"gguf:{gguf}").base == source.cache_dir
+    both = resolve_model_ref(f"transformers:gguf:{gguf}?adapter={adapter}")
+    assert (both.base, both.adapter) == (source.cache_dir, adapter.resolve())
+    with pytest.raises(TrainingError, match="cannot use the base gguf:") as info:
+        resolve_model_ref(f"gguf:{tmp_path / 'missing.gguf'}")
+    assert info.value.hint
