@@ -87,8 +87,11 @@ def test_sft_on_ui_tree_demos_gives_an_adapter_the_in_process_model_answers_with
     prompt = collect_samples(tree_demos, ["worker"]).samples[0].messages[-1]["content"][0]["text"]
     model = make_chat_model(
         ModelConfig(
-            base_url=None, model=f"transformers:{tiny_lm_dir}?adapter={out}", observation="ui_tree",
-            max_tokens=8, temperature=0.0,
+            base_url=None,
+            model=f"transformers:{tiny_lm_dir}?adapter={out}",
+            observation="ui_tree",
+            max_tokens=8,
+            temperature=0.0,
         )
     )
     reply = model.invoke([HumanMessage(content=prompt)])
