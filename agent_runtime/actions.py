@@ -403,6 +403,13 @@ class ActionResult(BaseModel):
     def failure(cls, error: str, **data: Any) -> ActionResult:
         return cls(ok=False, error=error, data=data)
 
+    @classmethod
+    def recorded(cls, action: Answer | Terminate) -> ActionResult:
+        """Answer and terminate change nothing on a device; every backend records them alike."""
+        if isinstance(action, Answer):
+            return cls.success("answer recorded", answer=action.text)
+        return cls.success(f"terminate: {action.status}", status=action.status)
+
 
 __all__ = [
     "ACTION_TYPES",

@@ -173,6 +173,13 @@ class Redactor:
         return obj
 
 
+def _replace_run_json(run_dir: Path, text: str) -> None:
+    """Write run.json atomically: a reader never sees a half-written file."""
+    tmp = run_dir / "run.json.tmp"
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, run_dir / "run.json")
+
+
 class TraceWriter:
     """Writes one run directory. One writer per run; appends are safe from several threads
     (the Notetaker's call is recorded from a worker thread). ``sensitive`` values are redacted
@@ -195,9 +202,7 @@ class TraceWriter:
     def write_run(self, record: RunRecord) -> None:
         text = self._dump(record, indent=2)
         with self._lock:
-            tmp = self.dir / "run.json.tmp"
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, self.dir / "run.json")
+            _replace_run_json(self.dir, text)
 
     def _append(self, fh: Any, record: BaseModel) -> None:
         line = self._dump(record) + "\n"
@@ -303,9 +308,7 @@ def annotate_run(path: Path | str, **fields: Any) -> RunRecord:
     """
     run = load_run(path)
     record = run.run.model_copy(update=fields)
-    tmp = run.dir / "run.json.tmp"
-    tmp.write_text(record.model_dump_json(indent=2), encoding="utf-8")
-    os.replace(tmp, run.dir / "run.json")
+    _replace_run_json(run.dir, record.model_dump_json(indent=2))
     return record
 
 
@@ -324,8 +327,3 @@ def find_run(runs_dir: Path | str, run_id: str) -> Path:
         what = "no run" if not matches else f"{len(matches)} runs"
         raise TraceError(f"{what} matching {run_id!r} in {runs_dir}", hint="see 'agent-runtime traces list'")
     return matches[0]
-
-
-def dump_json(obj: Any) -> str:
-    """Compact JSON for CLI output."""
-    return json.dumps(obj, ensure_ascii=False, default=str)

@@ -124,3 +124,12 @@ def test_to_screen_maps_every_point():
 def test_actions_round_trip_through_json():
     for action in (Click(coordinate=(1, 2)), Type(text="a b", enter=True), Key(keys=["enter"])):
         assert parse_action(action.to_json()) == action
+
+
+def test_answer_and_terminate_are_recorded_alike_by_every_backend():
+    from agent_runtime.actions import ActionResult
+
+    answer = ActionResult.recorded(Answer(text="42"))
+    done = ActionResult.recorded(Terminate(status="failure"))
+    assert answer.ok and answer.data == {"answer": "42"}
+    assert done.ok and done.data == {"status": "failure"}

@@ -41,8 +41,10 @@ def said(res) -> str:
 @pytest.mark.train
 def test_sft_from_a_runs_directory_writes_adapter_and_complete_manifest(runs, tiny_vlm_dir, tmp_path):
     out = tmp_path / "worker-sft"
-    res = distill(f"--role worker --method sft --runs-dir {runs} --base {tiny_vlm_dir} --out {out} "
-                  "--max-steps 2 --lr 1e-3 --lora-r 4")
+    res = distill(
+        f"--role worker --method sft --runs-dir {runs} --base {tiny_vlm_dir} --out {out} "
+        "--max-steps 2 --lr 1e-3 --lora-r 4"
+    )
     assert res.exit_code == 0, res.output
     assert "outcome: 4 -> 2" in said(res) and "vllm serve" in said(res)
     assert (out / "adapter_config.json").is_file() and (out / "adapter_model.safetensors").is_file()
@@ -91,8 +93,10 @@ def test_sft_from_a_runs_directory_writes_adapter_and_complete_manifest(runs, ti
     again = distill(f"--role worker --method sft --runs-dir {runs} --base {tiny_vlm_dir} --out {out}")
     assert again.exit_code == 2 and "already holds a distill output" in said(again)
     more = tmp_path / "worker-sft-2"
-    res = distill(f"--role worker --method sft --runs-dir {runs} --base {out} --out {more} --max-steps 1 "
-                  "--skip-filter reweight")
+    res = distill(
+        f"--role worker --method sft --runs-dir {runs} --base {out} --out {more} --max-steps 1 "
+        "--skip-filter reweight"
+    )
     assert res.exit_code == 0, res.output
     m2 = read_manifest(more)
     assert m2.init_adapter == str(out.resolve()) and m2.base_model == str(tiny_vlm_dir.resolve())
@@ -102,8 +106,10 @@ def test_sft_from_a_runs_directory_writes_adapter_and_complete_manifest(runs, ti
 @pytest.mark.train
 def test_full_fine_tune_writes_a_model_directory(runs, tiny_vlm_dir, tmp_path):
     out = tmp_path / "manager-full"
-    res = distill(f"--role manager --method sft --runs-dir {runs} --base {tiny_vlm_dir} --out {out} "
-                  "--full --max-steps 1 --any-outcome")
+    res = distill(
+        f"--role manager --method sft --runs-dir {runs} --base {tiny_vlm_dir} --out {out} "
+        "--full --max-steps 1 --any-outcome"
+    )
     assert res.exit_code == 0, res.output
     m = read_manifest(out)
     # 4 manager calls: the HARMFUL step goes (critic), the failed run's copy of r1's first call (dedup)
@@ -117,14 +123,18 @@ def test_full_fine_tune_writes_a_model_directory(runs, tiny_vlm_dir, tmp_path):
 @pytest.mark.train
 def test_dpo_from_an_sft_output_uses_it_as_reference(runs, tiny_vlm_dir, tmp_path):
     sft = tmp_path / "worker-sft"
-    res = distill(f"--role worker --method sft --runs-dir {runs} --base {tiny_vlm_dir} --out {sft} "
-                  "--max-steps 3 --lr 5e-2")
+    res = distill(
+        f"--role worker --method sft --runs-dir {runs} --base {tiny_vlm_dir} --out {sft} "
+        "--max-steps 3 --lr 5e-2"
+    )
     assert res.exit_code == 0, res.output
     for mode in ("--lora", "--full"):
         out = tmp_path / f"worker-dpo{mode}"
         source = f"--tasks ClockReachTab --runs-dir {runs} --base {sft} --out {out}"
-        res = distill(f"--role worker --method dpo {source} {mode} --max-steps 1 --max-candidates 1 "
-                      f"--max-samples 2 --batch-size 2 {SMALL}")
+        res = distill(
+            f"--role worker --method dpo {source} {mode} --max-steps 1 --max-candidates 1 "
+            f"--max-samples 2 --batch-size 2 {SMALL}"
+        )
         assert res.exit_code == 0, res.output
         m = read_manifest(out)
         assert m.method == "dpo" and m.init_adapter == str(sft.resolve())
@@ -144,8 +154,10 @@ def test_unknown_method_and_bad_options_are_usage_errors(runs, tmp_path):
     assert res.exit_code == 2 and "unknown role 'planner'" in said(res)
     res = distill(f"--role manager --method irr --base {tmp_path} --out {tmp_path / 'o'}")
     assert res.exit_code == 2 and "--role worker" in said(res)
-    res = distill(f"--role worker --method sft --runs-dir {runs} --base {tmp_path} --out {tmp_path / 'o'} "
-                  "--skip-filter magic")
+    res = distill(
+        f"--role worker --method sft --runs-dir {runs} --base {tmp_path} --out {tmp_path / 'o'} "
+        "--skip-filter magic"
+    )
     assert res.exit_code == 2 and "unknown filter(s) magic" in said(res)
 
 
@@ -161,7 +173,9 @@ def test_a_missing_base_or_data_source_is_a_clear_error(runs, tmp_path):
 
 @pytest.mark.train
 def test_irr_without_any_matching_reply_says_so(tiny_vlm_dir, tmp_path):
-    res = distill(f"--role worker --method irr --tasks ClockReachTab --base {tiny_vlm_dir} "
-                  f"--out {tmp_path / 'irr'} --k 2 --max-new-tokens 8 --rounds 1 {SMALL}")
+    res = distill(
+        f"--role worker --method irr --tasks ClockReachTab --base {tiny_vlm_dir} "
+        f"--out {tmp_path / 'irr'} --k 2 --max-new-tokens 8 --rounds 1 {SMALL}"
+    )
     assert res.exit_code == 1 and "no sampled reply matched any of the 3 expert actions" in said(res)
     assert "Traceback" not in res.output

@@ -335,10 +335,8 @@ class DesktopDevice(Device):
             case Wait(time=seconds):
                 time.sleep(seconds)
                 return ActionResult.success(f"waited {seconds:g} s"), False
-            case Answer(text=text):
-                return ActionResult.success("answer recorded", answer=text), False
-            case Terminate(status=status):
-                return ActionResult.success(f"terminate: {status}", status=status), False
+            case Answer() | Terminate():
+                return ActionResult.recorded(action), False
             case _:
                 return ActionResult.failure(f"action {action.action!r} is not supported on a desktop"), False
         return ActionResult.success(action.action), True

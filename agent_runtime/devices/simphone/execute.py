@@ -175,10 +175,8 @@ def execute_action(phone: SimPhone, action: Action) -> ActionResult:
         case Wait(time=seconds):
             phone.advance_time(seconds)
             return ActionResult.success(f"waited {seconds:g} s (virtual time)")
-        case Answer(text=text):
-            return ActionResult.success("answer recorded", answer=text)
-        case Terminate(status=status):
-            return ActionResult.success(f"terminated with {status}", status=status)
+        case Answer() | Terminate():
+            return ActionResult.recorded(action)
         case _:
             name = action.action
             hint = "use swipe" if name == "drag" else "use click or long_press"

@@ -28,7 +28,7 @@ def recv_exact(sock: socket.socket, n: int) -> bytes | None:
 
 
 def read_request(sock: socket.socket) -> str | None:
-    """One ``XXXXpayload`` request, or None when the client closed the connection."""
+    """One request (4 hex digits of length, then the payload), or None when the client hung up."""
     header = recv_exact(sock, 4)
     if header is None:
         return None
