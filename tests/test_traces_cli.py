@@ -60,8 +60,11 @@ def test_list_shows_every_run(runs):
 
 
 def test_show_summarises_a_run(runs):
-    root, (ok, _) = runs
-    res = runner.invoke(app, ["traces", "show", ok.run_id[:17], "--runs-dir", str(root)], terminal_width=200)
+    root, (ok, bad) = runs
+    # The shortest prefix that names only `ok` (both runs may start in the same second).
+    n = next(n for n in range(1, len(ok.run_id) + 1) if not bad.run_id.startswith(ok.run_id[:n]))
+    prefix = ok.run_id[:n]
+    res = runner.invoke(app, ["traces", "show", prefix, "--runs-dir", str(root)], terminal_width=200)
     assert res.exit_code == 0, res.output
     out = res.output
     assert ok.run_id in out and "Open Settings" in out and "completed" in out
