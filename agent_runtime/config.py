@@ -28,6 +28,9 @@ Role = Literal["manager", "worker", "reflector", "notetaker", "rag"]
 #: indexed UI tree as text, no images: text-only models), or ``both``.
 ObservationMode = Literal["screenshot", "ui_tree", "both"]
 OBSERVATION_MODES: tuple[str, ...] = ("screenshot", "ui_tree", "both")
+#: Which built-in prompt set a role model gets: ``full`` (Mobile-Agent-v3) or ``compact`` (the same
+#: reply formats in a fraction of the tokens, for small text-only models on a CPU).
+PromptSet = Literal["full", "compact"]
 DEFAULT_CONFIG_NAME = "agent-runtime.toml"
 USER_CONFIG = Path("~/.config/agent-runtime/config.toml")
 
@@ -43,7 +46,8 @@ class ModelConfig(_Strict):
     ``model`` is the served model id; ``"auto"`` takes the first id the endpoint lists.
     ``model = "transformers:/path"`` runs a local model in-process instead (no ``base_url``).
     ``observation`` is what the model is shown of the screen; it defaults to ``screenshot``,
-    except for ``gguf:`` models (text-only small LMs), which default to ``ui_tree``.
+    except for ``gguf:`` models (text-only small LMs), which default to ``ui_tree`` and the
+    ``compact`` prompts.
     """
 
     base_url: str | None = Field("http://127.0.0.1:8000/v1", description="OpenAI-compatible endpoint")
@@ -59,14 +63,14 @@ class ModelConfig(_Strict):
     observation: ObservationMode = Field(
         "screenshot", description="screenshot | ui_tree (indexed UI tree, no images) | both"
     )
+    prompts: PromptSet = Field("full", description="built-in prompt set: full | compact (small models)")
 
     @model_validator(mode="before")
     @classmethod
     def _text_only_default(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "observation" not in data:
-            model = data.get("model")
-            if isinstance(model, str) and model.startswith("gguf:"):
-                data = {**data, "observation": "ui_tree"}
+        model = data.get("model") if isinstance(data, dict) else None
+        if isinstance(model, str) and model.startswith("gguf:"):
+            data = {"observation": "ui_tree", "prompts": "compact", **data}
         return data
 
     @property
@@ -108,6 +112,7 @@ class RoleConfig(_Strict):
     observation: ObservationMode | None = Field(
         None, description="overrides the model's observation mode for this role"
     )
+    prompts: PromptSet | None = Field(None, description="overrides the model's prompt set for this role")
     prompt: Path | None = Field(None, description="a prompt template file overriding the built-in one")
     enabled: bool = Field(True, description="notetaker and rag can be switched off")
 

@@ -215,6 +215,40 @@ def compress_ui_xml(xml: str, screen: Size, *, keep_offscreen: bool = False, wit
     return compress_elements(parse_ui_xml(xml), screen, keep_offscreen=keep_offscreen, with_index=with_index)
 
 
+_FULL_ROW = re.compile(
+    r"^\s*\[(?P<i>\d+)\] (?P<cls>[^;]*); (?P<flags>[^;]*); (?P<label>.*); \[-?\d+,-?\d+\]\[-?\d+,-?\d+\]$"
+)
+#: Flags a compact row keeps, shortened: the ones that change what an action does or means.
+_COMPACT_FLAGS = {"clickable": "click", "scrollable": "scroll", "checked": "checked", "selected": "selected"}
+#: Classes a compact row names (the rest read as plain text or buttons).
+_COMPACT_CLASSES = ("EditText", "Switch", "CheckBox", "RadioButton", "SeekBar")
+
+
+def compact_rows(tree: str) -> str:
+    r"""The indexed compressed tree in the short form the ``compact`` prompts show small models.
+
+    Same elements and indices as :func:`compress_elements` (so index actions resolve the same
+    way), but no bounds, no indentation, only the flags and classes that matter (about a third
+    of the tokens), and the label *before* its index: a model that has just written an element's
+    label then copies the index that follows it on the screen, the easiest lookup for a small LM.
+    Lines that are not indexed rows (a "no UI tree" note) pass through.
+
+    >>> compact_rows("[3] TextView; ; Sat; [2,1][9,5]\n  [9] Switch; checkable clickable; Wi-Fi; [0,0][9,9]")
+    'Sat [3]\nWi-Fi [9] (Switch; click)'
+    """
+    out = []
+    for line in tree.splitlines():
+        m = _FULL_ROW.match(line)
+        if m is None:
+            out.append(line)
+            continue
+        flags = [short for flag, short in _COMPACT_FLAGS.items() if flag in m["flags"].split()]
+        kind = next((c for c in _COMPACT_CLASSES if m["cls"].endswith(c)), "")
+        tags = "; ".join(t for t in (kind, " ".join(flags)) if t)
+        out.append(" ".join(p for p in (m["label"], f"[{m['i']}]", f"({tags})" if tags else "") if p))
+    return "\n".join(out)
+
+
 class Observation(BaseModel):
     """One immutable look at a device.
 

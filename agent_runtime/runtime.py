@@ -143,7 +143,7 @@ class Runtime:
 
     def _callers(self, run_id: str, record: Any) -> dict[str, Any]:
         from agent_runtime.roles.caller import RoleCaller
-        from agent_runtime.roles.templates import load_template
+        from agent_runtime.roles.templates import role_template
 
         callers: dict[str, RoleCaller] = {}
         for role in ("manager", "worker", "reflector", "notetaker", "rag"):
@@ -152,7 +152,10 @@ class Runtime:
             if role in ("manager", "worker") and not self.config.role(role).enabled:
                 raise ConfigError(f"the {role} role cannot be disabled")
             override = self.config.role(role).prompt  # type: ignore[arg-type]
-            template = load_template(_ROLE_TEMPLATES[role], override) if role in _ROLE_TEMPLATES else None
+            prompts = self.config.model_for(role).prompts  # type: ignore[arg-type]
+            template = (
+                role_template(_ROLE_TEMPLATES[role], prompts, override) if role in _ROLE_TEMPLATES else None
+            )
             callers[role] = RoleCaller(
                 role,
                 self._chat_model(role),  # type: ignore[arg-type]

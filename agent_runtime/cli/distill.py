@@ -92,7 +92,11 @@ def register(app: typer.Typer) -> None:
     @guarded
     def distill(
         role: Annotated[
-            str, typer.Option("--role", help="Role to train: manager, worker, reflector, notetaker.")
+            str,
+            typer.Option(
+                "--role",
+                help="Role to train: manager, worker, reflector, notetaker (sft: several, manager,worker).",
+            ),
         ],
         method: Annotated[
             str, typer.Option("--method", help="sft, dpo, irr, trpo, dgrpo or grpo (see the command help).")
@@ -118,6 +122,21 @@ def register(app: typer.Typer) -> None:
         ] = None,
         lr: Annotated[
             float | None, typer.Option("--lr", help="Peak learning rate (default per method).")
+        ] = None,
+        warmup: Annotated[
+            float | None, typer.Option("--warmup", min=0.0, max=0.99, help="Share of steps spent warming up.")
+        ] = None,
+        save_dtype: Annotated[
+            str,
+            typer.Option("--save-dtype", help="Saved weights' dtype: float32 or bfloat16 (half the size)."),
+        ] = "float32",
+        save_steps: Annotated[
+            int | None,
+            typer.Option(
+                "--save-steps",
+                min=1,
+                help="Also keep a checkpoint every N steps (OUT/checkpoints/step-N) to pick the best.",
+            ),
         ] = None,
         batch_size: Annotated[int | None, typer.Option("--batch-size", help="Per-device batch size.")] = None,
         grad_accum: Annotated[
@@ -359,6 +378,9 @@ def register(app: typer.Typer) -> None:
             "epochs": epochs,
             "max_steps": max_steps,
             "learning_rate": lr,
+            "warmup_ratio": warmup,
+            "save_steps": save_steps,
+            "save_dtype": save_dtype,
             "batch_size": batch_size,
             "gradient_accumulation_steps": grad_accum,
             "lora_r": lora_r,

@@ -27,9 +27,13 @@ def build_policy(name: str, config: Path | None) -> Policy:
         # The expert reads only the UI tree: skip the screenshots, ~5x faster.
         return ExpertPolicy(screenshots=False)
     if name == "agent":
+        from agent_runtime import demo_model
         from agent_runtime.config import load_config
 
-        return AgentPolicy(load_config(config))
+        cfg, demo = demo_model.choose(load_config(config), config)
+        if demo:
+            Console(stderr=True).print(f"[dim]{demo_model.NOTICE}[/]", highlight=False)
+        return AgentPolicy(cfg)
     raise ConfigError(f"unknown policy {name!r}", hint=f"use one of: {', '.join(POLICIES)}")
 
 
@@ -44,6 +48,10 @@ def _pct(rate: float) -> str:
     return f"{100 * rate:.1f}%"
 
 
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
 def _ci(ci: tuple[float, float]) -> str:
     return f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
@@ -51,21 +59,31 @@ def _ci(ci: tuple[float, float]) -> str:
 def render(report: EvalReport, console: Console) -> None:
     """Rich tables: headline, per app, per task, then any failed episodes."""
     head = Table(title=f"{report.suite} · {report.split} · policy {report.policy}")
-    for col in ("episodes", "success", "95% CI (Wilson)", "mean steps", "time"):
+    for col in ("episodes", "success", "95% CI (Wilson)", "mean steps", "oracle steps", "s/step", "time"):
         head.add_column(col, justify="right")
     head.add_row(
         f"{report.n} ({report.episodes}/task)",
         f"{report.successes}/{report.n} = {_pct(report.success_rate)}",
         _ci(report.ci95),
         f"{report.mean_steps:.1f}",
+        _num(report.mean_oracle_steps),
+        _num(report.seconds_per_step),
         f"{report.duration_s:.1f}s",
     )
     console.print(head)
     apps = Table(title="per app")
-    for col in ("app", "n", "success", "95% CI", "mean steps"):
+    for col in ("app", "n", "success", "95% CI", "mean steps", "oracle steps", "s/step"):
         apps.add_column(col, justify="left" if col == "app" else "right")
     for app, s in report.per_app.items():
-        apps.add_row(app, str(s.n), _pct(s.success_rate), _ci(s.ci95), f"{s.mean_steps:.1f}")
+        apps.add_row(
+            app,
+            str(s.n),
+            _pct(s.success_rate),
+            _ci(s.ci95),
+            f"{s.mean_steps:.1f}",
+            _num(s.mean_oracle_steps),
+            _num(s.seconds_per_step),
+        )
     console.print(apps)
     tasks = Table(title="per task")
     for col in ("task", "app", "cx", "n", "success", "95% CI", "mean steps"):

@@ -146,8 +146,16 @@ def register(app: typer.Typer) -> None:
         if resume and max_steps is not None:
             raise ConfigError("--max-steps cannot change a resumed run's budget")
         cfg = load_config(config, **({"device.spec": device} if device else {}))
-        runtime = Runtime(cfg, runs_dir=runs_dir)
         console = Console(stderr=True)
+        if not resume:
+            from agent_runtime import demo_model
+            from agent_runtime.devices.registry import split_spec
+
+            split_spec(cfg.device.spec)  # a usage error outranks the model fallback
+            cfg, demo = demo_model.choose(cfg, config)
+            if demo:
+                console.print(f"[dim]{demo_model.NOTICE}[/]", highlight=False)
+        runtime = Runtime(cfg, runs_dir=runs_dir)
         events = (
             runtime.stream_resume(resume, device=device)
             if resume

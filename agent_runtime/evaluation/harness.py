@@ -76,7 +76,29 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
         expected_answer=task.expected_answer(),
         error=error,
         duration_s=round(time.perf_counter() - started, 3),
+        oracle_steps=steps if policy_name(policy) == "oracle" else oracle_steps(name, seed),
     )
+
+
+def oracle_steps(name: str, seed: int) -> int | None:
+    """How many steps the expert needs for instance ``(name, seed)`` (None if it cannot solve it).
+
+    Played on its own fresh phone from the UI tree only (no screenshots): milliseconds.
+    """
+    from agent_runtime.devices.simphone import SimPhone
+    from agent_runtime.devices.simphone.tasks import make_task
+    from agent_runtime.evaluation.episode import ExpertPolicy
+
+    task = make_task(name, seed)
+    phone = SimPhone(seed=seed)
+    try:
+        task.setup(phone)
+        outcome = ExpertPolicy(screenshots=False)(task, phone)
+        return outcome.steps if task.is_successful(phone, outcome.answer) else None
+    except Exception:  # an instance the expert cannot play has no reference length
+        return None
+    finally:
+        phone.close()
 
 
 def _instances(

@@ -51,6 +51,7 @@ class EpisodeResult(BaseModel):
     expected_answer: str | None = None
     error: str | None = None
     duration_s: float = 0.0
+    oracle_steps: int | None = Field(None, description="steps the expert needs for this instance")
 
 
 class Stats(BaseModel):
@@ -63,6 +64,8 @@ class Stats(BaseModel):
     success_rate: float
     ci95: tuple[float, float]
     mean_steps: float
+    mean_oracle_steps: float | None = Field(None, description="the expert's mean on the same instances")
+    seconds_per_step: float | None = Field(None, description="wall time per step the policy took")
 
     @classmethod
     def of(cls, results: Iterable[EpisodeResult]) -> Stats:
@@ -75,7 +78,20 @@ class Stats(BaseModel):
             success_rate=round(wins / n, 4) if n else 0.0,
             ci95=wilson_interval(wins, n),
             mean_steps=round(sum(r.steps for r in items) / n, 2) if n else 0.0,
+            mean_oracle_steps=_mean([r.oracle_steps for r in items]),
+            seconds_per_step=(
+                round(sum(r.duration_s for r in items) / steps, 2)
+                if (steps := sum(r.steps for r in items))
+                else None
+            ),
         )
+
+
+def _mean(values: list[int | None]) -> float | None:
+    """The mean of the known values (None when any is unknown: a partial mean would mislead)."""
+    if not values or any(v is None for v in values):
+        return None
+    return round(sum(v for v in values if v is not None) / len(values), 2)
 
 
 class TaskStats(Stats):
@@ -97,6 +113,8 @@ class EvalReport(BaseModel):
     success_rate: float
     ci95: tuple[float, float]
     mean_steps: float
+    mean_oracle_steps: float | None = None
+    seconds_per_step: float | None = None
     per_task: dict[str, TaskStats]
     per_app: dict[str, Stats]
     results: list[EpisodeResult]
@@ -129,6 +147,8 @@ class EvalReport(BaseModel):
             success_rate=overall.success_rate,
             ci95=overall.ci95,
             mean_steps=overall.mean_steps,
+            mean_oracle_steps=overall.mean_oracle_steps,
+            seconds_per_step=overall.seconds_per_step,
             per_task=per_task,
             per_app=per_app,
             results=results,

@@ -166,7 +166,7 @@ class TransformersEngine:
             raise BadRequest(f"{where} is not a PEFT adapter directory (no adapter_config.json)")
         with self._lock:
             try:
-                self.model.load_adapter(str(where), adapter_name=name)
+                self.model.load_adapter(str(where), adapter_name=_peft_name(name))
             except (ImportError, OSError, ValueError, KeyError, RuntimeError) as exc:
                 raise BadRequest(f"cannot load adapter {name!r} from {where}: {exc}") from exc
             self.adapters[name] = str(where)
@@ -175,7 +175,7 @@ class TransformersEngine:
         if name not in self.adapters:
             raise UnknownModel(f"The lora adapter '{name}' cannot be found.")
         with self._lock:
-            self.model.delete_adapter(name)
+            self.model.delete_adapter(_peft_name(name))
             del self.adapters[name]
 
     def _select(self, requested: str | None) -> str | None:
@@ -193,7 +193,7 @@ class TransformersEngine:
             self.model.disable_adapters()
         else:
             self.model.enable_adapters()
-            self.model.set_adapter(adapter)
+            self.model.set_adapter(_peft_name(adapter))
 
     # --- generation -----------------------------------------------------------------------------
 
@@ -315,3 +315,11 @@ class TransformersEngine:
         tops = [entry(int(t)) for t in torch.topk(lp, top).indices] if top else []
         first = entry(token)
         return TokenLogprob(token=first.token, logprob=first.logprob, bytes=first.bytes, top_logprobs=tops)
+
+
+def _peft_name(name: str) -> str:
+    """PEFT's name for a served adapter: served names are free text (paths, ``v1.2``), but PEFT
+    names become module names, which may not contain dots."""
+    import hashlib
+
+    return "lora_" + hashlib.sha1(name.encode("utf-8")).hexdigest()[:16]

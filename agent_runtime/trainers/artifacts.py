@@ -127,8 +127,12 @@ VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
 def serve_info(
     kind: Literal["lora", "full"], role: str, base: Path, out: Path, lora_rank: int | None
 ) -> ServeInfo:
-    """How to serve a distill output: vLLM, agent-runtime's own server, or in-process."""
-    name = f"{role}-distilled"
+    """How to serve a distill output: vLLM, agent-runtime's own server, or in-process.
+
+    ``role`` may name several roles (``manager,worker``: one adapter trained on all of them).
+    """
+    roles = [r for r in role.split(",") if r]
+    name = f"{'-'.join(roles)}-distilled"
     if kind == "lora":
         rank = next((r for r in VLLM_LORA_RANKS if r >= (lora_rank or 8)), VLLM_LORA_RANKS[-1])
         vllm = f"vllm serve {base} --enable-lora --lora-modules {name}={out} --max-lora-rank {rank}"
@@ -142,12 +146,13 @@ def serve_info(
         vllm = f"vllm serve {out} --served-model-name {name}"
         server = f"agent-runtime serve --model {out} --served-model-name {name}"
         model = f"{TRANSFORMERS_PREFIX}{out}"
-    table = f"{role}_distilled"
+    table = f"{'_'.join(roles)}_distilled"
+    bindings = "".join(f'[roles.{r}]\nmodel = "{table}"\n' for r in roles)
     snippet = (
         f"# served by vLLM or agent-runtime serve (the commands above):\n[models.{table}]\n"
         f'base_url = "http://127.0.0.1:8000/v1"\nmodel = "{name}"\n\n'
         f"# or in-process, no server (use one of the two tables):\n# [models.{table}]\n"
-        f'# model = "{model}"\n\n[roles.{role}]\nmodel = "{table}"\n'
+        f'# model = "{model}"\n\n{bindings}'
         f"# keep coords/min_pixels/max_pixels equal to the base model's settings\n"
     )
     return ServeInfo(vllm=vllm, server=server, model=model, config_toml=snippet)

@@ -7,7 +7,7 @@ Defaults are sized for real checkpoints on a GPU; tests and CPU demos override t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,6 +38,12 @@ class TrainConfig(BaseModel):
     lr_scheduler: str = Field("linear", description="transformers scheduler name (linear, cosine, constant)")
     seed: int = Field(0, description="seed for shuffling, dropout and sampling")
     logging_steps: int = Field(1, ge=1, description="log the loss every N steps")
+    save_dtype: Literal["float32", "bfloat16"] = Field(
+        "float32", description="dtype of the saved adapter/model weights (bfloat16: half the size)"
+    )
+    save_steps: int | None = Field(
+        None, ge=1, description="keep a checkpoint every N steps (output_dir/checkpoints/step-N)"
+    )
     progress: bool = Field(True, description="show the trainer's progress bar")
 
     def trl_kwargs(self) -> dict[str, Any]:
@@ -60,7 +66,8 @@ class TrainConfig(BaseModel):
             "bf16": cuda and torch.cuda.is_bf16_supported(),
             "activation_checkpointing": False,
             "report_to": "none",
-            "save_strategy": "no",
+            "save_strategy": "steps" if self.save_steps else "no",
+            **({"save_steps": self.save_steps, "save_only_model": True} if self.save_steps else {}),
             "disable_tqdm": not self.progress,
             "max_length": None,  # image tokens must never be truncated away
         }

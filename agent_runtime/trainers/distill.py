@@ -86,9 +86,21 @@ def check_method(method: str) -> None:
         raise ConfigError(f"unknown training method {method!r}", hint=f"available methods — {listing}")
 
 
+def role_list(role: str) -> list[str]:
+    """``--role`` as a list: SFT may train one adapter on several roles (``manager,worker``)."""
+    return [r.strip() for r in role.split(",") if r.strip()]
+
+
 def check_role(role: str, method: str) -> None:
-    if role not in TRAINABLE_ROLES:
-        raise ConfigError(f"unknown role {role!r}", hint=f"use one of: {', '.join(TRAINABLE_ROLES)}")
+    roles = role_list(role)
+    for name in roles or [role]:
+        if name not in TRAINABLE_ROLES:
+            raise ConfigError(f"unknown role {name!r}", hint=f"use one of: {', '.join(TRAINABLE_ROLES)}")
+    if len(roles) > 1 and method != "sft":
+        raise ConfigError(
+            f"--method {method} trains one role; only sft takes several (--role manager,worker)",
+            hint="pass a single --role",
+        )
     if method in ENV_METHODS and role not in ("worker", "manager"):
         raise ConfigError(f"--method {method} trains the worker or the manager", hint="use --role worker")
     if method in ("dpo", "irr") and role != "worker":
@@ -198,7 +210,8 @@ def _filtered_samples(config: TrainConfig, data: DataOptions, echo: Echo) -> tup
     from agent_runtime.trainers.samples import collect_samples
 
     assert data.runs_dir is not None  # check_sources
-    found = collect_samples(data.runs_dir, [config.role])
+    roles = role_list(config.role)
+    found = collect_samples(data.runs_dir, roles)
     for run_dir, why in found.skipped.items():
         echo(f"skipped run {run_dir}: {why}")
     if not found.samples:
@@ -207,10 +220,21 @@ def _filtered_samples(config: TrainConfig, data: DataOptions, echo: Echo) -> tup
             hint="run the agent (or agent-runtime eval --policy agent) to record traces first",
         )
     rates = success_rates(found.samples)
-    kept, reports = apply_filters(found.samples, default_pipeline(config.role, data.filters, rates))
+    kept: list[Any] = []
+    capped: list[Any] = []
+    reports = []
+    for role in roles:
+        # Each role has its own filters; with several roles --max-samples caps each one, so the
+        # cheap, repetitive roles (Reflector "A", Notetaker "None") cannot crowd out the rest.
+        mine = [s for s in found.samples if s.role == role]
+        role_kept, role_reports = apply_filters(mine, default_pipeline(role, data.filters, rates))
+        kept += role_kept
+        capped += _cap(role_kept, data.max_samples, config.seed)
+        reports += role_reports
+        if len(roles) > 1:
+            echo(f"{role}: {len(mine)} calls, {len(role_kept)} kept")
     for rep in reports:
         echo(rep.line())
-    capped = _cap(kept, data.max_samples, config.seed)
     summary = DataSummary(
         source_runs=found.runs,
         skipped_runs=found.skipped,

@@ -111,6 +111,42 @@ class LossRecorder(TrainerCallback):
             )
 
 
+def cast_weights(folder: Path, dtype: str) -> list[Path]:
+    """Rewrite every ``*.safetensors`` in ``folder`` with floating tensors cast to ``dtype``.
+
+    PEFT and transformers cast loaded weights to the model's dtype, so a bf16 adapter applies to
+    an fp32 base unchanged; on disk it is half the size (the demo model ships this way).
+    """
+    from safetensors.torch import load_file, save_file
+
+    target = getattr(torch, dtype)
+    done = []
+    for path in sorted(folder.glob("*.safetensors")):
+        tensors = load_file(str(path))
+        cast = {k: v.to(target) if v.is_floating_point() else v for k, v in tensors.items()}
+        save_file(cast, str(path), metadata={"format": "pt"})
+        done.append(path)
+    return done
+
+
+def keep_checkpoints(trainer_dir: Path, dest: Path) -> list[Path]:
+    """Move the trainer's ``checkpoint-N`` folders to ``dest/step-N``, weights and config only.
+
+    Optimizer and RNG states are dropped: a kept checkpoint is for evaluation (pick the best
+    step on held-out data), not for resuming. Returns the kept folders in step order.
+    """
+    kept = []
+    for ckpt in sorted(trainer_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1])):
+        target = dest / f"step-{ckpt.name.split('-')[-1]}"
+        target.mkdir(parents=True, exist_ok=True)
+        for f in ckpt.iterdir():
+            if f.is_file() and f.suffix in (".safetensors", ".json", ".jinja", ".txt", ".model"):
+                if f.name not in ("trainer_state.json", "rng_state.json"):
+                    shutil.move(str(f), target / f.name)
+        kept.append(target)
+    return kept
+
+
 def train_and_save(trainer: Any, cfg: TrainConfig, recorder: LossRecorder) -> TrainingSummary:
     """Train, save the adapter or model (plus processor) to ``cfg.output_dir``, summarise."""
     started = time.perf_counter()
@@ -121,6 +157,10 @@ def train_and_save(trainer: Any, cfg: TrainConfig, recorder: LossRecorder) -> Tr
     out = Path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     trainer.save_model(str(out))
+    kept = keep_checkpoints(out / ".trainer", out / "checkpoints")
+    if cfg.save_dtype != "float32":
+        for folder in (out, *kept):
+            cast_weights(folder, cfg.save_dtype)
     shutil.rmtree(out / ".trainer", ignore_errors=True)
     (out / "training_args.bin").unlink(missing_ok=True)
     return TrainingSummary(

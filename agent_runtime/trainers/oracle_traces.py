@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from agent_runtime.actions import Action, SystemButton, parse_action
-from agent_runtime.config import GraphConfig, ModelConfig, ObservationMode, RuntimeConfig
+from agent_runtime.config import GraphConfig, ModelConfig, ObservationMode, PromptSet, RuntimeConfig
 from agent_runtime.errors import ConfigError, TaskError
 from agent_runtime.graphs.inputs import (
     fold_history,
@@ -50,7 +50,7 @@ from agent_runtime.memory.notes import NoteStore
 from agent_runtime.observation import Observation
 from agent_runtime.roles import manager, notetaker, reflector, worker
 from agent_runtime.roles.caller import ImageInput
-from agent_runtime.roles.templates import load_template
+from agent_runtime.roles.templates import role_template
 from agent_runtime.traces import CallRecord, RunRecord, StepRecord, TraceWriter, Verdict, new_run_id
 from agent_runtime.trainers.oracle_plans import (
     ExpertPlan,
@@ -78,13 +78,22 @@ class DemoOptions(BaseModel):
     episodes: int = Field(1, ge=1, description="instances per template")
     seed: int = Field(0, ge=0, description="first seed scanned for instances")
     observation: ObservationMode = "ui_tree"
+    prompts: PromptSet = Field("full", description="the prompt set the trained model will run with")
     perturb: float = Field(0.0, ge=0.0, le=1.0, description="chance of a wrong action at a step")
+    roles: tuple[str, ...] = Field(ROLES, description="roles whose calls are recorded")
+    update_share: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="share of Manager plan updates recorded (first plans always are): updates are "
+        "many and mechanical, first plans few and hard, and training time is per call",
+    )
     model: ModelConfig = Field(
         default_factory=ModelConfig, description="coordinate space and image budget (screenshot modes)"
     )
 
     def role_model(self) -> ModelConfig:
-        return self.model.model_copy(update={"observation": self.observation})
+        return self.model.model_copy(update={"observation": self.observation, "prompts": self.prompts})
 
 
 class DemoReport(BaseModel):
@@ -142,6 +151,7 @@ class _Episode:
         self.mode = options.observation
         self.model = options.role_model()
         self.rng = random.Random(f"demo/{task.name}/{task.seed}/{options.perturb}")
+        self.keep_rng = random.Random(f"keep/{task.name}/{task.seed}/{options.update_share}")
         self.run_id = new_run_id() + f"-{task.name.lower()[:24]}-{task.seed}"
         self.dir = out / self.run_id
         self.why = ""
@@ -358,7 +368,9 @@ class _Episode:
         )
         last = (self.state.get("history") or [None])[-1]
         retry = " The previous attempt failed, so I correct course." if last and not last["success"] else ""
-        self._worker_thought = f'The current subgoal is "{inputs.subgoal}".{retry} Next: {description}'
+        self._worker_thought = (
+            f'The current subgoal is "{inputs.subgoal}".{retry}{_target(obs, raw)} Next: {description}'
+        )
         if not record:
             return
         completion = format_worker_reply(self._worker_thought, raw, description)
@@ -441,13 +453,17 @@ class _Episode:
     ) -> None:
         """Render exactly as :class:`~agent_runtime.roles.caller.RoleCaller` does, parse, record."""
         assert self.writer is not None and self.phone is not None
-        prompt = load_template(template).render(**variables)
+        prompt = role_template(template, self.model.prompts).render(**variables)
         content: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
         seen = self.model.budget.resized(self.phone.screen_size)
         for image in images_for(self.mode, *(ImageInput(b"", ref) for _, ref in shots)):
             content.append({"type": "image_ref", "ref": image.ref, "size": [seen.width, seen.height]})
         parsed = parse(completion)
         step = self.step if role != "manager" else (self.step - 1 if self.state.get("planned") else -1)
+        if role not in self.options.roles:
+            return
+        if role == "manager" and step >= 0 and self.keep_rng.random() >= self.options.update_share:
+            return
         self.writer.append_call(
             CallRecord(
                 run_id=self.run_id,
@@ -470,6 +486,16 @@ class _Episode:
         return obs, ref
 
     _worker_thought: str = ""
+
+
+def _target(obs: Observation, raw: dict[str, Any]) -> str:
+    """`` Target: LABEL [i].`` for an element-index action: the row as the compact tree writes it,
+    so the model names the element first and then copies the index that follows it there."""
+    index = raw.get("index")
+    if not isinstance(index, int) or not 0 <= index < len(obs.elements):
+        return ""
+    label = obs.elements[index].label
+    return f" Target: {label} [{index}]." if label else f" Target: [{index}]."
 
 
 def _plan_thought(goal: str, plan: ExpertPlan) -> str:

