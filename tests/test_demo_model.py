@@ -159,17 +159,21 @@ def test_the_demo_model_solves_held_out_tasks_above_the_floor(demo_ready, tmp_pa
 
 @pytest.mark.train
 @pytest.mark.slow
-def test_run_with_nothing_configured_solves_turn_on_wifi(demo_ready, unconfigured, monkeypatch):
-    """README command (1): `agent-runtime run "Turn on Wi-Fi"` on a fresh machine."""
+def test_run_with_nothing_configured_turns_off_wifi(demo_ready, unconfigured, monkeypatch):
+    """README command (1): `agent-runtime run "Turn off Wi-Fi"` on a fresh machine."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(demo_ready["cache_home"]))
     monkeypatch.setenv("AGENT_RUNTIME_GRAPH__MAX_STEPS", "8")
     cfg_url = RuntimeConfig().models["default"].base_url
     if demo_model.endpoint_answers(RuntimeConfig()):
         pytest.skip(f"a server answers at {cfg_url}: the fallback does not apply here")
-    res = runner.invoke(app, ["run", "Turn on Wi-Fi", "--json"])
+    res = runner.invoke(app, ["run", "Turn off Wi-Fi", "--json"])
     assert demo_model.NOTICE in " ".join(res.output.split()) or demo_model.NOTICE in res.stderr
     result = json.loads(res.stdout.strip().splitlines()[-1])
     assert res.exit_code == 0 and result["success"] is True, res.output
+    from agent_runtime.traces import load_run
+
+    actions = [s.action for s in load_run(result["run_dir"]).steps]
+    assert any(a and a.get("action") == "click" for a in actions), actions  # Wi-Fi starts on
 
 
 def test_doctor_reports_the_demo_model(unconfigured, monkeypatch):

@@ -81,6 +81,22 @@ def test_doing_nothing_succeeds_nowhere():
     assert report.policy == "<lambda>" and report.per_app["Clock"].n >= 4
 
 
+def test_reports_compare_steps_with_the_oracle_and_time_steps():
+    def dawdle(task, phone):  # noqa: ANN001, ANN202
+        return Outcome(status="failure", steps=7)
+
+    tasks = "SettingsToggle,ClockReachTab"
+    expert = evaluate(CheckedExpert(), tasks=tasks, split="test", episodes=2)
+    other = evaluate(dawdle, tasks=tasks, split="test", episodes=2)
+    for mine, ref in zip(other.results, expert.results, strict=True):
+        assert (mine.task, mine.seed) == (ref.task, ref.seed)
+        assert mine.oracle_steps == ref.steps and ref.oracle_steps == ref.steps
+    assert other.mean_steps == 7 and other.mean_oracle_steps == expert.mean_steps
+    assert other.per_app["Clock"].mean_oracle_steps == expert.per_app["Clock"].mean_steps
+    total = sum(r.duration_s for r in other.results)
+    assert other.seconds_per_step == round(total / (7 * other.n), 2)
+
+
 def test_report_tables_and_thread_workers_agree():
     one = evaluate(ExpertPolicy(screenshots=False), tasks="Notes*", split="test", episodes=2)
     two = evaluate(ExpertPolicy(screenshots=False), tasks="Notes*", split="test", episodes=2, workers=2)

@@ -27,7 +27,7 @@ from transformers.convert_slow_tokenizer import bytes_to_unicode
 
 from agent_runtime.errors import ModelError
 from agent_runtime.models.gguf import default_served_name, resolve_model_dir
-from agent_runtime.models.hf import is_text_only, load_model, load_processor, load_tokenizer
+from agent_runtime.models.hf import is_text_only, load_model, load_processor, load_tokenizer, quiet_loading
 from agent_runtime.models.images import decode_data_url
 from agent_runtime.models.protocol import (
     AssistantMessage,
@@ -166,7 +166,8 @@ class TransformersEngine:
             raise BadRequest(f"{where} is not a PEFT adapter directory (no adapter_config.json)")
         with self._lock:
             try:
-                self.model.load_adapter(str(where), adapter_name=_peft_name(name))
+                with quiet_loading():
+                    self.model.load_adapter(str(where), adapter_name=_peft_name(name))
             except (ImportError, OSError, ValueError, KeyError, RuntimeError) as exc:
                 raise BadRequest(f"cannot load adapter {name!r} from {where}: {exc}") from exc
             self.adapters[name] = str(where)

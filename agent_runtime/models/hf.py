@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +155,20 @@ def load_processor(path: str | Path, **kwargs: Any) -> ProcessorMixin:
     return processor
 
 
+@contextmanager
+def quiet_loading() -> Iterator[None]:
+    """No "Loading weights" progress bars while a model or adapter loads inside a run's output."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 def load_model(path: str | Path, *, device_map: str | None = None, dtype: str = "auto") -> Any:
     """The model in eval mode: image-text-to-text, or a causal LM for a text-only directory.
 
@@ -170,7 +186,8 @@ def load_model(path: str | Path, *, device_map: str | None = None, dtype: str = 
     if device_map and device_map != "cpu":
         kwargs["device_map"] = device_map
     try:
-        model = auto.from_pretrained(str(where), **kwargs)
+        with quiet_loading():
+            model = auto.from_pretrained(str(where), **kwargs)
     except (OSError, ValueError) as exc:
         raise ModelError(
             f"cannot load the model in {where}: {exc}",
