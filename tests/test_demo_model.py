@@ -124,12 +124,7 @@ def test_a_needed_but_missing_demo_model_says_how_to_install_it(unconfigured, mo
 
 
 @pytest.fixture(scope="module")
-def demo_ready(smollm2_gguf_or_fail):
-    return smollm2_gguf_or_fail
-
-
-@pytest.fixture(scope="module")
-def smollm2_gguf_or_fail(request):
+def demo_ready(request):
     """The converted base (session cache); on CI a missing demo model fails instead of skipping."""
     why = demo_model.missing()
     if why is not None:

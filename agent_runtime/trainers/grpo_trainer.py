@@ -60,7 +60,13 @@ from agent_runtime.trainers.grpo_rewards import (
     completion_text,
     foresight_reward_funcs,
 )
-from agent_runtime.trainers.rl_loop import METRICS_FILE, RLOptions, iteration_dir
+from agent_runtime.trainers.rl_loop import (
+    METRICS_FILE,
+    RLOptions,
+    clear_iterations,
+    iteration_dir,
+    last_iteration,
+)
 from agent_runtime.trainers.worker_prompts import PromptSettings
 
 if TYPE_CHECKING:
@@ -258,18 +264,6 @@ def metrics_line(m: dict[str, Any]) -> str:
 # -- the loop ---------------------------------------------------------------------------------------
 
 
-def last_iteration(out: Path, alternate: bool) -> int:
-    """The last iteration whose outputs are complete (0 when none)."""
-    done = [
-        int(p.name.removeprefix("iter_"))
-        for p in out.glob("iter_[0-9][0-9][0-9][0-9]")
-        if (p / MANIFEST).is_file()
-        and (p / STATE_FILE).is_file()
-        and (not alternate or (p / LOW_DIR / MANIFEST).is_file())
-    ]
-    return max(done, default=0)
-
-
 class GRPOLoop:
     """Data once, then ``opts.iterations`` iterations of one or two GRPO phases (module docstring)."""
 
@@ -315,19 +309,11 @@ class GRPOLoop:
         self._prepare_out(overwrite)
 
     def _prepare_out(self, overwrite: bool) -> None:
-        existing = sorted(self.out.glob("iter_[0-9][0-9][0-9][0-9]"))
-        if existing and not self.opts.resume:
-            if not overwrite:
-                raise ConfigError(
-                    f"{self.out} already holds GRPO iterations",
-                    hint="pass --resume to continue, or --overwrite",
-                )
-            for p in existing:
-                shutil.rmtree(p)
-            for name in (METRICS_FILE, MANIFEST, LOW_DIR, *ADAPTER_FILES):
-                target = self.out / name
-                shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
-        self.start = last_iteration(self.out, self.cfg.alternate) if self.opts.resume else 0
+        if not self.opts.resume:
+            also = (METRICS_FILE, MANIFEST, LOW_DIR, *ADAPTER_FILES)
+            clear_iterations(self.out, overwrite=overwrite, what="GRPO", also=also)
+        required = (MANIFEST, STATE_FILE, *([f"{LOW_DIR}/{MANIFEST}"] if self.cfg.alternate else []))
+        self.start = last_iteration(self.out, required) if self.opts.resume else 0
         if self.start:
             state = json.loads((iteration_dir(self.out, self.start) / STATE_FILE).read_text(encoding="utf-8"))
             self.metrics = state["metrics"]

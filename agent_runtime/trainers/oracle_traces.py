@@ -451,19 +451,20 @@ class _Episode:
         parse: Callable[[str], Any],
         shots: list[tuple[Observation | None, str]],
     ) -> None:
-        """Render exactly as :class:`~agent_runtime.roles.caller.RoleCaller` does, parse, record."""
+        """Render exactly as :class:`~agent_runtime.roles.caller.RoleCaller` does, parse, record
+        (unless ``roles``/``update_share`` leave this call out)."""
         assert self.writer is not None and self.phone is not None
+        step = self.step if role != "manager" else (self.step - 1 if self.state.get("planned") else -1)
+        if role not in self.options.roles:
+            return
+        if role == "manager" and step >= 0 and self.keep_rng.random() >= self.options.update_share:
+            return
         prompt = role_template(template, self.model.prompts).render(**variables)
         content: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
         seen = self.model.budget.resized(self.phone.screen_size)
         for image in images_for(self.mode, *(ImageInput(b"", ref) for _, ref in shots)):
             content.append({"type": "image_ref", "ref": image.ref, "size": [seen.width, seen.height]})
         parsed = parse(completion)
-        step = self.step if role != "manager" else (self.step - 1 if self.state.get("planned") else -1)
-        if role not in self.options.roles:
-            return
-        if role == "manager" and step >= 0 and self.keep_rng.random() >= self.options.update_share:
-            return
         self.writer.append_call(
             CallRecord(
                 run_id=self.run_id,

@@ -54,6 +54,7 @@ from agent_runtime.trainers.rl_config import OnlineRLConfig
 Echo = Callable[[str], None]
 STATE_FILE = "rl_state.pt"
 METRICS_FILE = "metrics.jsonl"
+ITERATION_GLOB = "iter_[0-9][0-9][0-9][0-9]"
 RL_METHODS = ("trpo", "dgrpo")
 
 
@@ -85,14 +86,29 @@ def iteration_dir(out: Path, iteration: int) -> Path:
     return out / f"iter_{iteration:04d}"
 
 
-def last_iteration(out: Path) -> int:
-    """The last iteration with a manifest and a state file (0 when none)."""
+def last_iteration(out: Path, required: tuple[str, ...] = (MANIFEST, STATE_FILE)) -> int:
+    """The last iteration whose folder holds every path in ``required`` (0 when none): an
+    iteration cut off while saving is not one to resume from."""
     done = [
         int(p.name.removeprefix("iter_"))
-        for p in out.glob("iter_[0-9][0-9][0-9][0-9]")
-        if (p / MANIFEST).is_file() and (p / STATE_FILE).is_file()
+        for p in out.glob(ITERATION_GLOB)
+        if all((p / name).exists() for name in required)
     ]
     return max(done, default=0)
+
+
+def clear_iterations(out: Path, *, overwrite: bool, what: str, also: tuple[str, ...]) -> None:
+    """Before a fresh (not resumed) run: refuse to mix with earlier iterations in ``out`` unless
+    ``overwrite``, then delete them and the run-level files and folders named in ``also``."""
+    existing = sorted(out.glob(ITERATION_GLOB))
+    if not existing:
+        return
+    if not overwrite:
+        raise ConfigError(
+            f"{out} already holds {what} iterations", hint="pass --resume to continue, or --overwrite"
+        )
+    for target in (*existing, *(out / name for name in also)):
+        shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
 
 
 def make_method(method: str, cfg: OnlineRLConfig) -> Any:
@@ -183,21 +199,9 @@ class OnlineTrainer:
     # -- setup ----------------------------------------------------------------------------------
 
     def _prepare_out(self, overwrite: bool) -> None:
-        existing = sorted(self.out.glob("iter_[0-9][0-9][0-9][0-9]"))
-        if existing and not self.opts.resume:
-            if not overwrite:
-                raise ConfigError(
-                    f"{self.out} already holds RL iterations",
-                    hint="pass --resume to continue, or --overwrite",
-                )
-            for p in existing:
-                shutil.rmtree(p)
-            for name in (METRICS_FILE, MANIFEST, "rollouts"):
-                target = self.out / name
-                if target.is_dir():
-                    shutil.rmtree(target)
-                else:
-                    target.unlink(missing_ok=True)
+        if not self.opts.resume:
+            also = (METRICS_FILE, MANIFEST, "rollouts")
+            clear_iterations(self.out, overwrite=overwrite, what="RL", also=also)
         self.start = last_iteration(self.out) if self.opts.resume else 0
         self.out.mkdir(parents=True, exist_ok=True)
 
