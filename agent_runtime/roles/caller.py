@@ -208,9 +208,14 @@ class RoleCaller:
             "tags": [f"role:{self.role}"],
             "metadata": {"agent_runtime_role": self.role, "agent_runtime_step": step, "attempt": attempt},
         }
+        model: Any = self.chat_model
+        reask_temperature = self.model_config.reask_temperature
+        if attempt > 0 and reask_temperature is not None:
+            # Seeded by the attempt number, so a re-run of the same episode re-asks the same way.
+            model = model.bind(temperature=reask_temperature, seed=attempt)
         start = time.perf_counter()
         try:
-            reply = self.chat_model.invoke(messages, config=config)  # type: ignore[arg-type]
+            reply = model.invoke(messages, config=config)
         except AgentRuntimeError:
             raise
         except Exception as exc:  # a user-supplied LangChain model may raise anything
