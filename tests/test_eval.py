@@ -239,6 +239,10 @@ def test_cli_eval_json_oracle_reaches_one():
     )
     assert data["success_rate"] == 1.0 and data["failures"] == [], data["failures"]
     assert set(data["per_task"]) == set(registry()) and len(data["per_app"]) == 9
+    # --json keeps stdout one object; progress goes to stderr, a line per finished episode.
+    progress = [line for line in res.stderr.splitlines() if line.startswith("[")]
+    assert len(progress) == 3 * len(registry()), res.stderr[-2000:]
+    assert progress[-1].startswith(f"[{len(progress)}/{len(progress)}] ") and "success" in progress[-1]
 
 
 def test_cli_eval_tables():

@@ -13,7 +13,7 @@ from rich.table import Table
 from agent_runtime.cli import guarded
 
 if TYPE_CHECKING:
-    from agent_runtime.evaluation import EvalReport, Policy
+    from agent_runtime.evaluation import EpisodeResult, EvalReport, Policy
 
 POLICIES = ("oracle", "agent")
 
@@ -173,12 +173,29 @@ def register(app: typer.Typer) -> None:
             transient=True,
         ) as progress:
             bar = progress.add_task(f"{suite}/{split}", total=None, ok=0)
-            wins = 0
+            wins, done, planned = 0, 0, 0
+            # Without a live bar (--json, or stderr not a terminal: CI logs, nohup) an hour-long
+            # evaluation would be silent until its end: one line per finished episode instead.
+            lines = as_json or not err.is_terminal
 
-            def on_result(result: object) -> None:
-                nonlocal wins
-                wins += bool(getattr(result, "success", False))
+            def on_plan(n: int) -> None:
+                nonlocal planned
+                planned = n
+                progress.update(bar, total=n)
+
+            def on_result(result: EpisodeResult) -> None:
+                nonlocal wins, done
+                done += 1
+                wins += result.success
                 progress.update(bar, advance=1, ok=wins)
+                if lines:
+                    outcome = "success" if result.success else (result.error or result.status)
+                    err.print(
+                        f"[{done}/{planned}] {result.task}/{result.seed}: {outcome}, {result.steps} steps, "
+                        f"{result.duration_s:.0f} s ({wins} ok so far)",
+                        highlight=False,
+                        markup=False,
+                    )
 
             report = evaluate(
                 chosen,
@@ -189,7 +206,7 @@ def register(app: typer.Typer) -> None:
                 seed=seed,
                 workers=workers,
                 executor=executor,
-                on_plan=lambda n: progress.update(bar, total=n),
+                on_plan=on_plan,
                 on_result=on_result,
             )
         if as_json:
