@@ -19,10 +19,10 @@ from agent_runtime.evaluation import (
     ExpertPolicy,
     Outcome,
     evaluate,
+    executor_for,
     run_episode,
     wilson_interval,
 )
-from agent_runtime.evaluation.harness import executor_for
 from tests.doubles import ScriptedOpenAIServer, manager_reply, notetaker_reply, worker_reply
 
 runner = CliRunner()

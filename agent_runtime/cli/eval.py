@@ -156,8 +156,7 @@ def register(app: typer.Typer) -> None:
         """Evaluate a policy on SimPhone tasks: success rate (Wilson 95% CI), steps, per app and task."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from agent_runtime.evaluation import evaluate
-        from agent_runtime.evaluation.harness import executor_for
+        from agent_runtime.evaluation import evaluate, executor_for
 
         chosen = build_policy(policy, config)
         executor = executor_for(chosen)

@@ -15,7 +15,7 @@ from agent_runtime.evaluation.episode import (
     policy_name,
     tree_observation,
 )
-from agent_runtime.evaluation.harness import SUITES, evaluate, run_episode
+from agent_runtime.evaluation.harness import SUITES, evaluate, executor_for, run_episode
 from agent_runtime.evaluation.report import EpisodeResult, EvalReport, Stats, TaskStats, wilson_interval
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "Stats",
     "TaskStats",
     "evaluate",
+    "executor_for",
     "oracle_policy",
     "play",
     "policy_name",

@@ -189,16 +189,19 @@ def _gguf_dir(spec: str) -> Path:
         raise TrainingError(f"cannot use the base {spec}: {exc.message}", hint=exc.hint) from None
 
 
+def split_model_ref(spec: str | Path) -> tuple[str, str]:
+    """A model reference's base part (``DIR`` or ``gguf:NAME``) and its query (``adapter=A``)."""
+    path_part, _, query = str(spec).removeprefix(TRANSFORMERS_PREFIX).partition("?")
+    return path_part, query
+
+
 def resolve_model_ref(spec: str | Path) -> ResolvedModel:
     """Resolve a model reference (module docstring) to directories that exist.
 
     Raises :class:`ConfigError` for malformed references and :class:`TrainingError` for
     directories that are not models.
     """
-    text = str(spec)
-    if text.startswith(TRANSFORMERS_PREFIX):
-        text = text.removeprefix(TRANSFORMERS_PREFIX)
-    path_part, _, query = text.partition("?")
+    path_part, query = split_model_ref(spec)
     if path_part.startswith(GGUF_PREFIX):
         path_part = str(_gguf_dir(path_part))
     if not path_part:

