@@ -3,15 +3,20 @@
 For each method (and each ablation asked for): held-out success of the starting policy on the
 *test* split of ``--tasks`` (one rollout per instance at the sampling temperature), then
 ``--iterations`` of online RL on the *train* split, then held-out success of the result — each
-with a 95 % Wilson interval — plus wall times. ``--no-spa/--no-dapr/--no-fcf`` give MobileRL's
-ablation rows. Pick templates where the starting model's success is middling: at 0 % or 100 %
-every group is uniform, every advantage 0, and nothing is learnt.
+with a 95 % Wilson interval — plus wall times. The methods ``dgrpo-no-spa``, ``dgrpo-no-dapr``
+and ``dgrpo-no-fcf`` are MobileRL's ablation rows. Pick templates where the starting model's
+success is middling: at 0 % or 100 % every group is uniform, every advantage 0, and nothing is
+learnt.
 
-The other roles use ``--config`` (a runtime TOML); the trained role samples in-process (or from
-``--server-url``). Prints one line per phase, or one JSON object with ``--json``.
+By default the start is the shipped demo model (SmolLM2-135M + its SFT adapter) and the other
+roles run the demo configuration (the same SFT'd model as Manager, in-process); ``--config``
+gives them a runtime TOML instead. The trained role samples in-process (or from
+``--server-url``). ``--screen`` only measures the start on the *train* split — how to pick
+middling templates without looking at the held-out instances. Prints one line per phase, or one
+JSON object with ``--json``.
 
-    python benchmarks/rl_signal.py --base DIR --config runtime.toml --tasks 'Clock*' \
-        --iterations 20 --group-size 8 --eval-episodes 20 --json
+    python benchmarks/rl_signal.py --tasks 're:^(ClockToggleAlarm|SettingsReachPage)$' \
+        --iterations 4 --group-size 4 --eval-episodes 6 --lr 1e-4 --json
 """
 
 from __future__ import annotations
@@ -37,17 +42,25 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def evaluate(model_ref: str, args: argparse.Namespace, runs_dir: Path) -> dict[str, Any]:
-    """Held-out success of a model reference (base dir or distill output), one rollout per instance."""
+def runtime_config(args: argparse.Namespace) -> Any:
+    """The other roles' configuration: ``--config``, or the demo model's."""
+    from agent_runtime.config import load_config
+    from agent_runtime.demo_model import demo_config
+
+    return load_config(args.config) if args.config else demo_config()
+
+
+def evaluate(model_ref: str, args: argparse.Namespace, runs_dir: Path, split: str = "test") -> dict[str, Any]:
+    """Success of a model reference (base dir or distill output) on ``split``, one rollout per
+    instance, ``--rollout-workers`` at once."""
     from peft import PeftModel
 
-    from agent_runtime.config import RuntimeConfig, load_config
     from agent_runtime.devices.simphone.tasks import select
     from agent_runtime.devices.simphone.tasks.registry import task_instances
     from agent_runtime.models.engine import TransformersEngine
     from agent_runtime.trainers.artifacts import resolve_model_ref
     from agent_runtime.trainers.rl_policy import InProcessPolicy
-    from agent_runtime.trainers.rollouts import RolloutRequest, RolloutWorker
+    from agent_runtime.trainers.rollouts import LocalRollouts, RolloutRequest, RolloutWorker
 
     resolved = resolve_model_ref(model_ref)
     engine = TransformersEngine(resolved.base, dtype="float32")
@@ -56,24 +69,34 @@ def evaluate(model_ref: str, args: argparse.Namespace, runs_dir: Path) -> dict[s
     policy = InProcessPolicy(
         engine, "eval", temperature=args.temperature, top_p=1.0, max_tokens=args.max_new_tokens
     )
-    config = load_config(args.config) if args.config else RuntimeConfig()
     worker = RolloutWorker(
-        config, args.role, policy.chat_model, engine.processor, runs_dir, max_turns=args.max_turns
+        runtime_config(args),
+        args.role,
+        policy.chat_model,
+        engine.processor,
+        runs_dir,
+        max_turns=args.max_turns,
     )
-    instances = task_instances(select(args.tasks), split="test", episodes=args.eval_episodes, seed=args.seed)
-    started = time.perf_counter()
-    results = [
-        worker.play(RolloutRequest(task_name=t.name, task_seed=t.seed, sample_seed=args.seed + i))
+    instances = task_instances(select(args.tasks), split=split, episodes=args.eval_episodes, seed=args.seed)
+    requests = [
+        RolloutRequest(task_name=t.name, task_seed=t.seed, sample_seed=args.seed + i)
         for i, t in enumerate(instances)
     ]
+    started = time.perf_counter()
+    results = LocalRollouts(args.rollout_workers).play(worker, requests)
     ok = sum(1 for r in results if r.episode.success)
     low, high = wilson(ok, len(results))
+    per_task: dict[str, list[int]] = {}
+    for r in results:
+        per_task.setdefault(r.episode.task_name, []).append(int(r.episode.success))
     return {
         "episodes": len(results),
         "successes": ok,
         "success_rate": ok / len(results) if results else 0.0,
         "wilson95": [round(low, 4), round(high, 4)],
         "errors": sum(1 for r in results if r.episode.error),
+        "mean_steps": round(sum(r.episode.steps for r in results) / max(1, len(results)), 2),
+        "per_task": {name: f"{sum(v)}/{len(v)}" for name, v in sorted(per_task.items())},
         "wall_s": round(time.perf_counter() - started, 2),
     }
 
@@ -105,11 +128,12 @@ def train(method: str, args: argparse.Namespace, out: Path, ablation: dict[str, 
         iterations=args.iterations,
         rollout_workers=args.rollout_workers,
         server_url=args.server_url,
-        runtime_config=args.config,
     )
     started = time.perf_counter()
     lines: list[str] = []
-    _, training, _ = train_online(method, cfg, opts, overwrite=True, echo=lines.append)
+    _, training, _ = train_online(
+        method, cfg, opts, runtime=runtime_config(args), overwrite=True, echo=lines.append
+    )
     if not args.json:
         for line in lines:
             print(f"  {method}: {line}", file=sys.stderr)
@@ -121,15 +145,29 @@ def train(method: str, args: argparse.Namespace, out: Path, ablation: dict[str, 
     }
 
 
+#: ``--methods`` entries beyond the plain methods: MobileRL's ablation rows (Table 3).
+ABLATIONS = {"dgrpo-no-spa": "spa", "dgrpo-no-dapr": "dapr", "dgrpo-no-fcf": "fcf"}
+
+
 def main(argv: list[str] | None = None) -> None:
+    from agent_runtime.demo_model import MODEL_REF
+
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument(
-        "--base", required=True, help="starting model: directory, transformers:DIR?adapter=A, distill output"
+        "--base",
+        default=MODEL_REF,
+        help="starting model: DIR, transformers:DIR?adapter=A, distill output (default: the demo model)",
     )
-    p.add_argument("--config", type=Path, help="runtime TOML for the other roles' models")
+    p.add_argument(
+        "--config", type=Path, help="runtime TOML for the other roles (default: the demo configuration)"
+    )
     p.add_argument("--role", default="worker", help="trained role: worker or manager")
     p.add_argument("--tasks", default="Clock*", help="SimPhone task pattern")
-    p.add_argument("--methods", default="dgrpo,trpo", help="comma-separated: dgrpo, trpo")
+    p.add_argument(
+        "--methods",
+        default="dgrpo,trpo",
+        help=f"comma-separated: dgrpo, trpo, and the ablations {', '.join(ABLATIONS)}",
+    )
     p.add_argument("--iterations", type=int, default=10, help="RL iterations per method")
     p.add_argument("--group-size", type=int, default=8, help="G: rollouts per task")
     p.add_argument("--train-episodes", type=int, default=1, help="train instances per template")
@@ -138,42 +176,68 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.add_argument("--max-turns", type=int, default=10, help="policy steps per rollout at most")
     p.add_argument("--max-new-tokens", type=int, default=256, help="longest reply")
-    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (rollouts and eval)")
     p.add_argument("--lr", type=float, default=1e-5, help="learning rate")
-    p.add_argument("--lora-r", type=int, default=16, help="LoRA rank")
+    p.add_argument("--lora-r", type=int, default=16, help="LoRA rank (a new adapter only)")
     p.add_argument("--rollout-workers", type=int, default=2, help="K: rollouts at once")
     p.add_argument("--server-url", help="policy server with runtime LoRA loading (default: in-process)")
-    p.add_argument("--no-spa", action="store_true", help="DGRPO ablation: raw 0/1 rewards")
-    p.add_argument("--no-dapr", action="store_true", help="DGRPO ablation: no positive replay")
-    p.add_argument("--no-fcf", action="store_true", help="DGRPO ablation: no failure curriculum")
+    p.add_argument(
+        "--screen",
+        action="store_true",
+        help="only measure the start on the train split (--eval-episodes instances per template)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed")
-    p.add_argument("--out", type=Path, help="keep outputs here (default: a temporary directory)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="keep outputs (and report.json, updated per phase) here (default: a temp dir)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     args = p.parse_args(argv)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in ("dgrpo", "trpo", *ABLATIONS)]
+    if unknown:
+        p.error(f"unknown method(s) {', '.join(unknown)}")
 
-    ablation = {"spa": not args.no_spa, "dapr": not args.no_dapr, "fcf": not args.no_fcf}
     with tempfile.TemporaryDirectory(prefix="rl_signal-") as tmp:
         root = args.out or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
         report: dict[str, Any] = {
             "base": args.base,
             "tasks": args.tasks,
             "iterations": args.iterations,
             "group_size": args.group_size,
-            "ablation": ablation,
+            "learning_rate": args.lr,
+            "temperature": args.temperature,
             "methods": {},
         }
-        report["before"] = evaluate(args.base, args, root / "eval-before")
-        if not args.json:
-            print(f"before: {report['before']}", file=sys.stderr)
-        for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
-            trained = train(method, args, root / method, ablation)
-            from agent_runtime.trainers.artifacts import resolve_model_ref
 
-            after = f"transformers:{resolve_model_ref(args.base).base}?adapter={root / method}"
-            trained["after"] = evaluate(after, args, root / f"eval-{method}")
-            report["methods"][method] = trained
+        def phase(name: str, result: dict[str, Any]) -> None:
+            (root / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
             if not args.json:
-                print(f"{method}: after {trained['after']}, train {trained['wall_s']} s", file=sys.stderr)
+                print(f"{name}: {json.dumps(result)}", file=sys.stderr, flush=True)
+
+        if args.screen:
+            report["screen"] = evaluate(args.base, args, root / "screen", split="train")
+            phase("screen (train split)", report["screen"])
+            print(json.dumps(report) if args.json else json.dumps(report, indent=2))
+            return
+        report["before"] = evaluate(args.base, args, root / "eval-before")
+        phase("before", report["before"])
+        from agent_runtime.trainers.artifacts import resolve_model_ref
+
+        base_dir = resolve_model_ref(args.base).base
+        for name in methods:
+            ablation = {"spa": True, "dapr": True, "fcf": True}
+            if name in ABLATIONS:
+                ablation[ABLATIONS[name]] = False
+            method = "trpo" if name == "trpo" else "dgrpo"
+            trained = train(method, args, root / name, ablation)
+            trained["after"] = evaluate(
+                f"transformers:{base_dir}?adapter={root / name}", args, root / f"eval-{name}"
+            )
+            report["methods"][name] = trained
+            phase(name, trained)
     print(json.dumps(report) if args.json else json.dumps(report, indent=2))
 
 

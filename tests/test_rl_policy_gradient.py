@@ -295,6 +295,42 @@ def test_kl_is_zero_at_the_reference_and_grows_after_updates(
     assert second.loss == pytest.approx(second.policy_loss + 0.04 * second.kl, rel=1e-4)
 
 
+def test_kl_reference_is_the_starting_adapter_not_the_base(
+    tiny_vlm_dir: Path, tmp_path: Path, steps: list[StepTokens]
+) -> None:
+    """RL from an SFT adapter: the KL compares with that adapter (a frozen copy loaded as
+    ``ref_adapter``), so it starts at 0; disabling the adapter would compare with the base model
+    before SFT and start above 0. The reference copy never trains and the trained adapter stays
+    the active one."""
+    from peft import PeftModel
+
+    from agent_runtime.trainers.policy_gradient import LossSettings, make_optimizer, policy_gradient_step
+
+    sft = lora_model(tiny_vlm_dir, tmp_path)
+    policy_gradient_step(sft, make_optimizer(sft, 5e-2), [StepSample(steps[0], 1.0, 1)], LossSettings())
+    sft.save_pretrained(str(tmp_path / "sft"))
+
+    model = PeftModel.from_pretrained(load_tiny(tiny_vlm_dir), str(tmp_path / "sft"), is_trainable=True)
+    model.load_adapter(str(tmp_path / "sft"), adapter_name="reference", is_trainable=False)
+    model.set_adapter("default")
+    frozen = {n: p.detach().clone() for n, p in model.named_parameters() if ".reference." in n}
+    assert frozen and not any(p.requires_grad for n, p in model.named_parameters() if ".reference." in n)
+    opt = make_optimizer(model, 1e-2)
+    batch = [StepSample(steps[0], 1.0, 1), StepSample(steps[2], -1.0, 1)]
+    settings = LossSettings(beta=0.04)
+    # with the adapter disabled the reference would be the base, already away from the SFT policy
+    against_base = policy_gradient_step(model, make_optimizer(model, 0.0), batch, settings)
+    assert against_base.kl > 1e-4
+    first = policy_gradient_step(model, opt, batch, settings, ref_adapter="reference")
+    assert first.kl == pytest.approx(0.0, abs=1e-7)
+    assert model.active_adapter == "default"
+    assert all(torch.equal(frozen[n], p) for n, p in model.named_parameters() if n in frozen)
+    assert not any(p.requires_grad for n, p in model.named_parameters() if ".reference." in n)
+    assert any(p.requires_grad for n, p in model.named_parameters() if ".default." in n)
+    second = policy_gradient_step(model, opt, batch, settings, ref_adapter="reference")
+    assert second.kl > 1e-4
+
+
 def test_only_lora_weights_train(tiny_vlm_dir: Path, tmp_path: Path, steps: list[StepTokens]) -> None:
     from agent_runtime.trainers.policy_gradient import LossSettings, make_optimizer, policy_gradient_step
 

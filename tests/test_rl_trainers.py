@@ -26,13 +26,6 @@ def _opts(tmp_path: Path, **kw: object) -> RLOptions:
     return RLOptions(tasks=TASKS, split="all", iterations=2, rollout_workers=2, **kw)  # type: ignore[arg-type]
 
 
-def _patch_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from agent_runtime.trainers import rl_loop
-
-    cfg = runtime_config(tmp_path)
-    monkeypatch.setattr(rl_loop.OnlineTrainer, "_runtime_config", lambda self: cfg)
-
-
 def _changed(a: dict, b: dict) -> float:
     return max(float((a[k] - b[k]).abs().max()) for k in a)
 
@@ -60,12 +53,10 @@ def _check_iterations(out: Path, n: int) -> list[dict]:
     return metrics
 
 
-def test_trpo_two_iterations_in_process_then_resume(
-    rl_policy_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_trpo_two_iterations_in_process_then_resume(rl_policy_dir: Path, tmp_path: Path) -> None:
     from agent_runtime.trainers.trpo_config import TRPOConfig
 
-    _patch_config(monkeypatch, tmp_path)
+    runtime = runtime_config(tmp_path)
     out = tmp_path / "trpo"
     cfg = TRPOConfig(
         base=str(rl_policy_dir),
@@ -79,7 +70,12 @@ def test_trpo_two_iterations_in_process_then_resume(
     )
     lines: list[str] = []
     data, training, _ = train_online(
-        "trpo", cfg, _opts(tmp_path), other_models={"manager": scripted_manager()}, echo=lines.append
+        "trpo",
+        cfg,
+        _opts(tmp_path),
+        other_models={"manager": scripted_manager()},
+        runtime=runtime,
+        echo=lines.append,
     )
     metrics = _check_iterations(out, 2)
     assert [line.split(":")[0] for line in lines] == ["iter 1", "iter 2"] and "success" in lines[0]
@@ -98,20 +94,22 @@ def test_trpo_two_iterations_in_process_then_resume(
     before = lora_weights(out / "iter_0002")
     resumed = _opts(tmp_path).model_copy(update={"iterations": 3, "resume": True})
     lines.clear()
-    train_online("trpo", cfg, resumed, other_models={"manager": scripted_manager()}, echo=lines.append)
+    train_online(
+        "trpo", cfg, resumed, other_models={"manager": scripted_manager()}, runtime=runtime, echo=lines.append
+    )
     assert lines[0] == "resuming after iteration 2" and lines[1].startswith("iter 3")
     _check_iterations(out, 3)
     assert _changed(before, lora_weights(out / "iter_0002")) == 0  # finished iterations stay as they were
     with pytest.raises(Exception, match="already holds RL iterations"):
-        train_online("trpo", cfg, _opts(tmp_path), other_models={"manager": scripted_manager()})
+        train_online(
+            "trpo", cfg, _opts(tmp_path), other_models={"manager": scripted_manager()}, runtime=runtime
+        )
 
 
-def test_dgrpo_two_iterations_with_policy_refresh_over_http(
-    rl_policy_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_dgrpo_two_iterations_with_policy_refresh_over_http(rl_policy_dir: Path, tmp_path: Path) -> None:
     from agent_runtime.trainers.dgrpo_config import DGRPOConfig
 
-    _patch_config(monkeypatch, tmp_path)
+    runtime = runtime_config(tmp_path)
     out = tmp_path / "dgrpo"
     cfg = DGRPOConfig(
         base=str(rl_policy_dir),
@@ -125,7 +123,11 @@ def test_dgrpo_two_iterations_with_policy_refresh_over_http(
     )
     with served(rl_policy_dir) as url:
         train_online(
-            "dgrpo", cfg, _opts(tmp_path, server_url=url), other_models={"manager": scripted_manager()}
+            "dgrpo",
+            cfg,
+            _opts(tmp_path, server_url=url),
+            other_models={"manager": scripted_manager()},
+            runtime=runtime,
         )
         listed = {m["id"] for m in httpx.get(f"{url}/models").json()["data"]}
     # load (new version) + unload (old) after each iteration: only the latest adapter is served.
@@ -144,3 +146,44 @@ def test_dgrpo_two_iterations_with_policy_refresh_over_http(
     shop = [h for t, h in history["tasks"].items() if t.startswith("ShopCartTotalQuestion")]
     assert shop and shop[0]["failures"] == 2 and shop[0]["cooldown_left"] > 0
     assert any(m["buffer_size"] > 0 for m in metrics) or all(m["successes"] == 0 for m in metrics)
+
+
+def test_rl_from_an_sft_adapter_keeps_it_as_the_kl_reference(rl_policy_dir: Path, tmp_path: Path) -> None:
+    """Starting from ``DIR?adapter=SFT`` with β > 0: the SFT adapter is iteration 0 and, frozen
+    under a second name, the KL reference; only the trained adapter is saved per iteration."""
+    import torch
+
+    from agent_runtime.models.hf import load_model
+    from agent_runtime.trainers.dgrpo_config import DGRPOConfig
+    from agent_runtime.trainers.policy_gradient import add_lora
+    from agent_runtime.trainers.rl_loop import OnlineTrainer
+
+    torch.manual_seed(0)
+    lora_cfg = DGRPOConfig(base=str(rl_policy_dir), output_dir=tmp_path, lora_r=4, lora_alpha=8)
+    sft = add_lora(load_model(rl_policy_dir, device_map="cpu", dtype="float32"), lora_cfg)
+    with torch.no_grad():
+        for name, param in sft.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0.0, 0.01)  # an adapter that changes the policy, as SFT leaves it
+    sft.save_pretrained(str(tmp_path / "sft"))
+
+    out = tmp_path / "dgrpo"
+    cfg = DGRPOConfig(
+        base=f"transformers:{rl_policy_dir}?adapter={tmp_path / 'sft'}", output_dir=out, beta=0.01
+    )
+    trainer = OnlineTrainer("dgrpo", cfg, _opts(tmp_path), runtime=runtime_config(tmp_path))
+    trainer._load()
+    assert trainer.ref_adapter == "reference" and trainer.model.active_adapter == "default"
+    assert set(trainer.model.peft_config) == {"default", "reference"}
+    trained = [n for n, p in trainer.model.named_parameters() if p.requires_grad]
+    assert trained and all(".default." in n for n in trained)
+    start = lora_weights(tmp_path / "sft")
+    assert _changed(start, lora_weights(out / "iter_0000")) == 0
+    trainer._save_iteration(1, {"iteration": 1}, [])
+    assert not (out / "iter_0001" / "reference").exists()
+    assert set(lora_weights(out / "iter_0001")) == set(start)
+    # β = 0: no reference copy is loaded (the KL term is off)
+    no_kl = cfg.model_copy(update={"beta": 0.0, "output_dir": tmp_path / "plain"})
+    plain = OnlineTrainer("dgrpo", no_kl, _opts(tmp_path), runtime=runtime_config(tmp_path))
+    plain._load()
+    assert plain.ref_adapter is None and set(plain.model.peft_config) == {"default"}

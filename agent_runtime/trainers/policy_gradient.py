@@ -19,8 +19,11 @@ completion token, the trajectory's advantage, its length, whether it was replaye
    of exactly the stale positives we replayed to learn from. See :mod:`.replay` for why we do not
    recompute log-probs at insertion.
 3. **KL** (β > 0): the k3 estimator exp(ref − logp) − (ref − logp) − 1 per token, added to the
-   token loss (TRL's GRPO convention). The reference is the model with its LoRA adapter disabled
-   (no second copy of the weights), or an explicit ``ref_model``.
+   token loss (TRL's GRPO convention). The reference is the starting policy: the model with its
+   LoRA adapter disabled when training began from a fresh adapter (no second copy of the
+   weights); a frozen second adapter ``ref_adapter`` (the starting adapter, loaded under another
+   name) when training began from an SFT adapter — disabling would compare with the base model
+   *before* SFT; or an explicit ``ref_model``.
 4. **Aggregation.** Each step's weight w is 1, 1/T or T (``step_weighting``, see
    :mod:`.rl_config`); ``step_token_mean`` = Σ w·mean_tokens(ℓ)/Σ w, ``batch_token_mean`` =
    Σ w·Σ_tokens ℓ / Σ w·|o| (TRPO's 1/N). Normalisers are computed over the whole batch before
@@ -218,12 +221,25 @@ def completion_logprobs(model: Any, batch: TokenBatch, *, temperature: float = 1
 
 
 def reference_logprobs(
-    model: Any, batch: TokenBatch, *, temperature: float = 1.0, ref_model: Any = None
+    model: Any,
+    batch: TokenBatch,
+    *,
+    temperature: float = 1.0,
+    ref_model: Any = None,
+    ref_adapter: str | None = None,
 ) -> torch.Tensor:
-    """Completion log-probs under the reference policy (no gradient)."""
+    """Completion log-probs under the reference policy (no gradient; module docstring, item 3)."""
     with torch.no_grad():
         if ref_model is not None:
             return completion_logprobs(ref_model, batch, temperature=temperature)
+        if ref_adapter is not None:
+            trained = model.active_adapter
+            model.set_adapter(ref_adapter)
+            try:
+                return completion_logprobs(model, batch, temperature=temperature)
+            finally:
+                # set_adapter also moves requires_grad back: trained adapter on, reference off
+                model.set_adapter(trained)
         disable = getattr(model, "disable_adapter", None)
         if disable is None:
             raise TrainingError(
@@ -312,6 +328,7 @@ def policy_gradient_step(
     settings: LossSettings,
     *,
     ref_model: Any = None,
+    ref_adapter: str | None = None,
     pad_token_id: int | None = None,
 ) -> StepStats:
     """One optimizer step on ``samples`` (all of them form one batch; see the module docstring)."""
@@ -335,7 +352,9 @@ def policy_gradient_step(
         logp = completion_logprobs(model, batch, temperature=settings.temperature)
         ref_logp = None
         if settings.beta > 0.0:
-            ref_logp = reference_logprobs(model, batch, temperature=settings.temperature, ref_model=ref_model)
+            ref_logp = reference_logprobs(
+                model, batch, temperature=settings.temperature, ref_model=ref_model, ref_adapter=ref_adapter
+            )
         adv = torch.tensor([s.advantage for s in chunk], dtype=torch.float32, device=device)
         replay = torch.tensor([s.is_replay for s in chunk], dtype=torch.bool, device=device)
         parts = token_loss(logp, batch.behaviour, adv, replay, batch.mask, settings, ref_logp)

@@ -55,6 +55,8 @@ Echo = Callable[[str], None]
 STATE_FILE = "rl_state.pt"
 METRICS_FILE = "metrics.jsonl"
 ITERATION_GLOB = "iter_[0-9][0-9][0-9][0-9]"
+#: Name of the frozen copy of the starting adapter, the KL reference (see ``_load``).
+REF_ADAPTER = "reference"
 RL_METHODS = ("trpo", "dgrpo")
 
 
@@ -169,6 +171,7 @@ class OnlineTrainer:
         opts: RLOptions,
         *,
         other_models: dict[str, Any] | None = None,
+        runtime: Any = None,
         overwrite: bool = False,
         echo: Echo | None = None,
     ) -> None:
@@ -190,6 +193,7 @@ class OnlineTrainer:
         self.echo = echo or (lambda _text: None)
         self.out = Path(cfg.output_dir).resolve()
         self.other_models = other_models
+        self.runtime = runtime
         self.method = make_method(method, cfg)
         self.pool = task_pool(opts, cfg.seed)
         self._prepare_out(overwrite)
@@ -223,6 +227,16 @@ class OnlineTrainer:
             model = PeftModel.from_pretrained(base, str(self.resolved.adapter), is_trainable=True)
         else:
             model = add_lora(base, self.cfg)
+        if self.start == 0:
+            iteration_dir(self.out, 0).mkdir(parents=True, exist_ok=True)
+            model.save_pretrained(str(iteration_dir(self.out, 0)))
+        self.ref_adapter: str | None = None
+        if self.cfg.beta > 0.0 and self.resolved.adapter is not None:
+            # The KL reference is the policy RL started from (the SFT adapter, iteration 0), not
+            # the base with the adapter disabled: a frozen copy under another name, never saved.
+            model.load_adapter(str(iteration_dir(self.out, 0)), adapter_name=REF_ADAPTER, is_trainable=False)
+            model.set_adapter("default")
+            self.ref_adapter = REF_ADAPTER
         model.eval()
         self.engine.model = model
         self.model = model
@@ -234,9 +248,6 @@ class OnlineTrainer:
             self.method.load_state_dict(state["method"])
             self.metrics = state["metrics"]
             self.echo(f"resuming after iteration {self.start}")
-        else:
-            iteration_dir(self.out, 0).mkdir(parents=True, exist_ok=True)
-            model.save_pretrained(str(iteration_dir(self.out, 0)))
 
     def _policy(self) -> Any:
         from agent_runtime.trainers.rl_policy import InProcessPolicy, ServerPolicy
@@ -262,6 +273,8 @@ class OnlineTrainer:
     def _runtime_config(self) -> Any:
         from agent_runtime.config import RuntimeConfig, load_config
 
+        if self.runtime is not None:
+            return self.runtime
         return load_config(self.opts.runtime_config) if self.opts.runtime_config else RuntimeConfig()
 
     # -- the loop -------------------------------------------------------------------------------
@@ -331,7 +344,11 @@ class OnlineTrainer:
         update = None
         if samples:
             stats = policy_gradient_step(
-                self.model, self.optimizer, samples, LossSettings.from_config(self.cfg)
+                self.model,
+                self.optimizer,
+                samples,
+                LossSettings.from_config(self.cfg),
+                ref_adapter=self.ref_adapter,
             )
             update = {k: v for k, v in vars(stats).items()}
         self.model.eval()
@@ -441,7 +458,7 @@ class OnlineTrainer:
 
         where = iteration_dir(self.out, it)
         where.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(str(where))
+        self.model.save_pretrained(str(where), selected_adapters=["default"])
         (where / "episodes.jsonl").write_text(
             "".join(e.model_dump_json() + "\n" for e in episodes), encoding="utf-8"
         )
@@ -485,9 +502,16 @@ def train_online(
     opts: RLOptions,
     *,
     other_models: dict[str, Any] | None = None,
+    runtime: Any = None,
     overwrite: bool = False,
     echo: Echo | None = None,
 ) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
-    """Run the loop (module docstring); returns what ``distill`` puts in the final manifest."""
-    trainer = OnlineTrainer(method, cfg, opts, other_models=other_models, overwrite=overwrite, echo=echo)
+    """Run the loop (module docstring); returns what ``distill`` puts in the final manifest.
+
+    ``runtime`` (a :class:`~agent_runtime.config.RuntimeConfig`) configures the other roles
+    instead of ``opts.runtime_config``: embedders and benchmarks build it in code (the demo model's).
+    """
+    trainer = OnlineTrainer(
+        method, cfg, opts, other_models=other_models, runtime=runtime, overwrite=overwrite, echo=echo
+    )
     return trainer.run()
