@@ -42,6 +42,22 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def paired(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
+    """Before vs after on the same held-out instances (same sampling seeds): the discordant pairs
+    and McNemar's exact two-sided p-value — sharper than comparing two Wilson intervals."""
+    common = sorted(set(before) & set(after))
+    up = sum(1 for k in common if not before[k] and after[k])
+    down = sum(1 for k in common if before[k] and not after[k])
+    n = up + down
+    tail = sum(math.comb(n, i) for i in range(min(up, down) + 1)) / 2**n if n else 0.5
+    return {
+        "pairs": len(common),
+        "fail_to_success": up,
+        "success_to_fail": down,
+        "mcnemar_p": round(min(1.0, 2 * tail), 4),
+    }
+
+
 def runtime_config(args: argparse.Namespace) -> Any:
     """The other roles' configuration: ``--config``, or the demo model's."""
     from agent_runtime.config import load_config
@@ -97,6 +113,7 @@ def evaluate(model_ref: str, args: argparse.Namespace, runs_dir: Path, split: st
         "errors": sum(1 for r in results if r.episode.error),
         "mean_steps": round(sum(r.episode.steps for r in results) / max(1, len(results)), 2),
         "per_task": {name: f"{sum(v)}/{len(v)}" for name, v in sorted(per_task.items())},
+        "outcomes": {f"{r.episode.task_name}/{r.episode.task_seed}": int(r.episode.success) for r in results},
         "wall_s": round(time.perf_counter() - started, 2),
     }
 
@@ -236,6 +253,7 @@ def main(argv: list[str] | None = None) -> None:
             trained["after"] = evaluate(
                 f"transformers:{base_dir}?adapter={root / name}", args, root / f"eval-{name}"
             )
+            trained["paired"] = paired(report["before"]["outcomes"], trained["after"]["outcomes"])
             report["methods"][name] = trained
             phase(name, trained)
     print(json.dumps(report) if args.json else json.dumps(report, indent=2))
