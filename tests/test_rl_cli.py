@@ -137,7 +137,10 @@ def test_cli_trpo_over_http_writes_iterations_and_resumes(rl_policy_dir: Path, t
     out = tmp_path / "out"
     with ScriptedOpenAIServer({"manager": MANAGER_PLAN}) as manager, served(rl_policy_dir) as url:
         config = _config(tmp_path, manager.base_url)
-        args = [*_rl_args(rl_policy_dir, out), "--config", str(config), "--server-url", url]
+        args = [
+            *_rl_args(rl_policy_dir, out),
+            *("--config", str(config), "--server-url", url, "--micro-batch-size", "2"),
+        ]
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
         assert "iter 1: success" in result.output and "iter 2: success" in result.output
@@ -158,6 +161,7 @@ def test_cli_trpo_over_http_writes_iterations_and_resumes(rl_policy_dir: Path, t
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["method"] == "trpo" and manifest["kind"] == "lora" and manifest["training"]["steps"] == 3
     assert manifest["hyperparameters"]["rl"]["server_url"] == url
+    assert manifest["hyperparameters"]["micro_batch_size"] == 2
     for it in (1, 2, 3):
         assert json.loads((out / f"iter_{it:04d}" / "manifest.json").read_text())["output"].endswith(
             f"iter_{it:04d}"

@@ -232,6 +232,15 @@ def register(app: typer.Typer) -> None:
         rollout_workers: Annotated[
             int, typer.Option("--rollout-workers", min=1, help="trpo/dgrpo: rollouts played at once (K).")
         ] = 1,
+        micro_batch_size: Annotated[
+            int | None,
+            typer.Option(
+                "--micro-batch-size",
+                min=1,
+                help="trpo/dgrpo: policy steps per forward/backward pass of an update (peak memory, "
+                "not the maths; default 4).",
+            ),
+        ] = None,
         max_turns: Annotated[
             int | None,
             typer.Option("--max-turns", min=1, help="trpo/dgrpo: policy steps per rollout at most."),
@@ -397,6 +406,7 @@ def register(app: typer.Typer) -> None:
             "prompt": prompt,
             "num_generations": group_size,
             "max_turns": max_turns,
+            "micro_batch_size": micro_batch_size,
             "spa": spa,
             "dapr": dapr,
             "fcf": fcf,
