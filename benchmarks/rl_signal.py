@@ -31,17 +31,6 @@ from pathlib import Path
 from typing import Any
 
 
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95 % Wilson score interval of a success rate."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
 def paired(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
     """Before vs after on the same held-out instances (same sampling seeds): the discordant pairs
     and McNemar's exact two-sided p-value — sharper than comparing two Wilson intervals."""
@@ -73,6 +62,7 @@ def evaluate(model_ref: str, args: argparse.Namespace, runs_dir: Path, split: st
 
     from agent_runtime.devices.simphone.tasks import select
     from agent_runtime.devices.simphone.tasks.registry import task_instances
+    from agent_runtime.evaluation import wilson_interval
     from agent_runtime.models.engine import TransformersEngine
     from agent_runtime.trainers.artifacts import resolve_model_ref
     from agent_runtime.trainers.rl_policy import InProcessPolicy
@@ -101,7 +91,7 @@ def evaluate(model_ref: str, args: argparse.Namespace, runs_dir: Path, split: st
     started = time.perf_counter()
     results = LocalRollouts(args.rollout_workers).play(worker, requests)
     ok = sum(1 for r in results if r.episode.success)
-    low, high = wilson(ok, len(results))
+    low, high = wilson_interval(ok, len(results))
     per_task: dict[str, list[int]] = {}
     for r in results:
         per_task.setdefault(r.episode.task_name, []).append(int(r.episode.success))
