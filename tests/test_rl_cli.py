@@ -103,6 +103,11 @@ def test_rl_methods_are_listed_and_misuse_is_a_clear_error(tiny_vlm_dir: Path, t
     assert result.exit_code != 0 and "--server-url" in result.output
     result = runner.invoke(app, [*args[:4], "reflector", *args[5:], "--env", "simphone"])
     assert result.exit_code != 0 and "worker or the manager" in result.output
+    # the supervised trainers' batch flags would be silently ignored by the online loop
+    result = runner.invoke(app, [*args, "--env", "simphone", "--batch-size", "8", "--epochs", "2"])
+    assert result.exit_code != 0
+    assert "--epochs, --batch-size have no effect with --method dgrpo" in result.output
+    assert "--micro-batch-size" in result.output and "Traceback" not in result.output
 
 
 def test_ray_address_without_ray_names_the_extra(

@@ -316,11 +316,27 @@ def register(app: typer.Typer) -> None:
         from agent_runtime.trainers.distill import ENV_METHODS, DataOptions, check_method, check_role
         from agent_runtime.trainers.distill import distill as run_distill
         from agent_runtime.trainers.filters.pipeline import FILTER_NAMES, FilterSettings
-        from agent_runtime.trainers.rl_loop import RLOptions
+        from agent_runtime.trainers.rl_loop import RL_METHODS, RLOptions
         from agent_runtime.trainers.worker_prompts import PromptSettings
 
         check_method(method)
         check_role(role, method)
+        supervised_only = {
+            "--epochs": epochs,
+            "--max-steps": max_steps,
+            "--warmup": warmup,
+            "--save-steps": save_steps,
+            "--batch-size": batch_size,
+            "--grad-accum": grad_accum,
+        }
+        unused = [flag for flag, value in supervised_only.items() if value is not None]
+        if method in RL_METHODS and unused:
+            verb = "has" if len(unused) == 1 else "have"
+            raise ConfigError(
+                f"{', '.join(unused)} {verb} no effect with --method {method}",
+                hint="online RL makes one update per iteration over all its rollouts: --iterations sets "
+                "how many, --group-size the rollouts per task, --micro-batch-size an update's memory",
+            )
         unknown = sorted(set(skip_filter or []) - set(FILTER_NAMES))
         if unknown:
             raise ConfigError(
