@@ -165,9 +165,45 @@ def test_prune_negatives_with_kl_drops_highest_kl_first() -> None:
     assert [t.adv() for t in prune_negatives(ts)] == [1.0, -0.5, -1.0]
 
 
+def test_prune_negatives_scores_kl_only_when_it_drops_something() -> None:
+    """``kl_of`` costs a forward pass per step: not called when the ratio already holds; when it
+    does not, every negative is scored (a stale KL is replaced) and the highest goes."""
+    scored: list[float] = []
+
+    def kl_of(t: Trajectory) -> float:
+        scored.append(t.adv())
+        return {-0.2: 0.3, -0.5: 0.1, -1.0: 0.05}[t.adv()]
+
+    ok = [traj(adv=1.0), traj(adv=-0.2), traj(adv=-0.5)]
+    assert prune_negatives(ok, kl_of=kl_of) == ok and scored == []
+    ts = [traj(adv=1.0), traj(adv=-0.2), traj(adv=-0.5, kl=9.0), traj(adv=-1.0)]
+    assert [t.adv() for t in prune_negatives(ts, kl_of=kl_of)] == [1.0, -0.5, -1.0]
+    assert sorted(scored) == [-1.0, -0.5, -0.2] and ts[2].kl == 0.1
+
+
 def test_prune_negatives_ratio_and_no_op() -> None:
     """2 positives allow 4 negatives at 1:2 but only 2 at 1:1."""
     ts = [traj(adv=a) for a in (1.0, 0.5, -0.1, -0.2, -0.3, -0.4)]
     assert prune_negatives(ts) == ts
     assert [t.adv() for t in prune_negatives(ts, max_negatives_per_positive=1.0)] == [1.0, 0.5, -0.1, -0.2]
     assert [t.adv() for t in prune_negatives([traj(adv=-1.0), traj(adv=0.0)])] == [0.0]
+
+
+def test_dgrpo_batch_counts_the_successes_spa_paid_less(tmp_path) -> None:
+    """``spa_adjusted`` says whether SPA changed anything: 0 means "w/o SPA" is the same update."""
+    from agent_runtime.trainers.dgrpo_config import DGRPOConfig
+    from agent_runtime.trainers.dgrpo_trainer import DGRPOMethod
+
+    def groups() -> dict[str, list[Trajectory]]:
+        return {
+            "a": [traj("a", success=True, length=2), traj("a", success=True, length=4), traj("a", length=3)],
+            "b": [traj("b", success=True, length=3), traj("b", success=True, length=3), traj("b")],
+        }
+
+    played = groups()
+    _, metrics = DGRPOMethod(DGRPOConfig(base="m", output_dir=tmp_path)).build_batch(played, 1)
+    assert metrics["spa_adjusted"] == 1  # a's 4-step success earns 1 − (4 − 2)/4; b's are equally short
+    assert [t.reward for t in played["a"]] == [1.0, 0.5, 0.0]
+    off = DGRPOConfig(base="m", output_dir=tmp_path / "off", spa=False)
+    _, metrics = DGRPOMethod(off).build_batch(groups(), 1)
+    assert metrics["spa_adjusted"] == 0

@@ -6,10 +6,13 @@ Per iteration (one "epoch" of FCF), on the groups of G rollouts :mod:`.rl_loop` 
    (:class:`~.curriculum.FailureCurriculum`); the history is saved after every iteration to
    ``fcf_history`` and so persists across runs;
 2. **SPA + A_traj** per group (eq. 1–3): ``dgrpo_advantages`` (``spa=False``: raw 0/1 outcome);
+   ``spa_adjusted`` counts the successes SPA paid less than 1 (longer than their group's shortest
+   success) — when it stays 0, SPA changed no advantage and "w/o SPA" would be the same run;
 3. **DAPR** — the batch is the on-policy trajectories plus at most ⌊γ·M⌋ replays of *earlier*
    iterations, then this iteration's top-κ positives go into the buffer;
 4. **negative pruning** — negatives beyond 1:2 are dropped, highest trajectory KL first (the
-   KL of each negative is scored under the current policy, one forward pass per step).
+   KL of each negative is scored under the current policy, one forward pass per step, and only
+   in an iteration where something is dropped).
 
 The three mechanisms switch off with ``spa``/``dapr``/``fcf`` = False (MobileRL's ablation).
 """
@@ -65,6 +68,7 @@ class DGRPOMethod:
         """A_traj per group, DAPR mixture and insertion, negative pruning → batch + metrics."""
         cfg = self.cfg
         on_policy: list[Trajectory] = []
+        spa_adjusted = 0
         for group in groups.values():
             successes = [t.success for t in group]
             lengths = [t.length for t in group]
@@ -83,6 +87,7 @@ class DGRPOMethod:
             )
             for t, a, r in zip(group, advs, rewards, strict=True):
                 t.advantage, t.reward = a, r
+            spa_adjusted += sum(1 for t, r in zip(group, rewards, strict=True) if r != float(t.success))
             on_policy += group
         replayed = inserted = 0
         batch = list(on_policy)
@@ -92,14 +97,13 @@ class DGRPOMethod:
             inserted = len(self.buffer.insert(on_policy, iteration))
         pruned = 0
         if cfg.prune_negatives:
-            if kl_of is not None:
-                for t in batch:
-                    if t.adv() < 0:
-                        t.kl = kl_of(t)
-            kept = prune_negatives(batch, max_negatives_per_positive=cfg.max_negatives_per_positive)
+            kept = prune_negatives(
+                batch, max_negatives_per_positive=cfg.max_negatives_per_positive, kl_of=kl_of
+            )
             pruned = len(batch) - len(kept)
             batch = kept
         return batch, {
+            "spa_adjusted": spa_adjusted,
             "replayed": replayed,
             "buffer_inserted": inserted,
             "buffer_size": len(self.buffer),

@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from agent_runtime.trainers.rl_samples import Trajectory
@@ -196,7 +196,10 @@ class DAPRBuffer:
 
 
 def prune_negatives(
-    trajectories: Sequence[Trajectory], *, max_negatives_per_positive: float = 2.0
+    trajectories: Sequence[Trajectory],
+    *,
+    max_negatives_per_positive: float = 2.0,
+    kl_of: Callable[[Trajectory], float] | None = None,
 ) -> list[Trajectory]:
     """Drop negative-advantage trajectories until negatives ≤ ratio × positives (MobileRL §4.3.2).
 
@@ -204,7 +207,8 @@ def prune_negatives(
     KL first — the paper discards "in descending order of trajectory-level KL", i.e. the samples
     furthest off-policy, whose gradients are the noisiest — ties broken by the lowest advantage;
     without KL values, the lowest advantage first. Zero-advantage trajectories are neither
-    positive nor negative and stay; order is preserved.
+    positive nor negative and stay; order is preserved. ``kl_of`` (the current policy's KL)
+    scores the negatives — only when something is to be dropped: it costs a forward pass per step.
     """
     advs = [t.adv() for t in trajectories]
     positives = sum(1 for a in advs if a > 0)
@@ -213,6 +217,9 @@ def prune_negatives(
     excess = len(negatives) - allowed
     if excess <= 0:
         return list(trajectories)
+    if kl_of is not None:
+        for i in negatives:
+            trajectories[i].kl = kl_of(trajectories[i])
     kls = [trajectories[i].kl for i in negatives]
     if all(kl is not None for kl in kls):
         kl_of = dict(zip(negatives, kls, strict=True))
