@@ -24,11 +24,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
+import os
 import sys
 import tempfile
 import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
+
+from agent_runtime.evaluation.harness import share_cores
 
 
 def paired(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
@@ -108,7 +115,11 @@ def evaluate(model_ref: str, args: argparse.Namespace, runs_dir: Path, split: st
     }
 
 
-def train(method: str, args: argparse.Namespace, out: Path, ablation: dict[str, bool]) -> dict[str, Any]:
+def train(
+    label: str, method: str, args: argparse.Namespace, out: Path, ablation: dict[str, bool]
+) -> dict[str, Any]:
+    """``--iterations`` of ``method`` from ``--base`` into ``out``; per-iteration lines go to stderr
+    as they happen (a run takes minutes to hours)."""
     from agent_runtime.trainers.distill import CONFIGS
     from agent_runtime.trainers.rl_loop import RLOptions, train_online
 
@@ -137,23 +148,80 @@ def train(method: str, args: argparse.Namespace, out: Path, ablation: dict[str, 
         server_url=args.server_url,
     )
     started = time.perf_counter()
-    lines: list[str] = []
-    _, training, _ = train_online(
-        method, cfg, opts, runtime=runtime_config(args), overwrite=True, echo=lines.append
-    )
-    if not args.json:
-        for line in lines:
-            print(f"  {method}: {line}", file=sys.stderr)
+
+    def echo(line: str) -> None:
+        if not args.json:
+            print(f"  {label}: {line}", file=sys.stderr, flush=True)
+
+    _, training, _ = train_online(method, cfg, opts, runtime=runtime_config(args), overwrite=True, echo=echo)
     iters = training.extra["iterations"]
     return {
         "wall_s": round(time.perf_counter() - started, 2),
         "train_success_by_iteration": [round(m["success_rate"], 4) for m in iters],
+        # what each mechanism did per iteration — an ablation whose mechanism never acted is the
+        # same run, and the invalid-reply rate shows a policy drifting out of the action format
+        "by_iteration": [{k: m[k] for k in MECHANISMS if k in m} for m in iters],
         "losses": [p.loss for p in training.losses],
     }
 
 
+#: Per-iteration metrics kept in the report: FCF shows in ``active_tasks``, SPA in
+#: ``spa_adjusted``, DAPR in ``replayed``/``pruned_negatives``, TRPO's success replay in
+#: ``replay_injected``.
+MECHANISMS = (
+    "active_tasks",
+    "malformed_rate",
+    "spa_adjusted",
+    "replayed",
+    "pruned_negatives",
+    "replay_injected",
+)
+
 #: ``--methods`` entries beyond the plain methods: MobileRL's ablation rows (Table 3).
 ABLATIONS = {"dgrpo-no-spa": "spa", "dgrpo-no-dapr": "dapr", "dgrpo-no-fcf": "fcf"}
+
+
+def run_phase(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]:
+    """One phase: ``before`` (the start's held-out success) or a method (train, then held-out
+    success of its result). Phases are independent, so ``--jobs`` runs them in parallel processes."""
+    if name == "before":
+        return evaluate(args.base, args, root / "eval-before")
+    from agent_runtime.trainers.artifacts import resolve_model_ref
+
+    ablation = {"spa": True, "dapr": True, "fcf": True}
+    if name in ABLATIONS:
+        ablation[ABLATIONS[name]] = False
+    trained = train(name, "trpo" if name == "trpo" else "dgrpo", args, root / name, ablation)
+    base_dir = resolve_model_ref(args.base).base
+    trained["after"] = evaluate(f"transformers:{base_dir}?adapter={root / name}", args, root / f"eval-{name}")
+    return trained
+
+
+def record(report: dict[str, Any], name: str, outcome: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """File a finished phase (a phase that raised is filed as its error, and the others go on);
+    pair every method that has a result with the start's."""
+    try:
+        result = outcome()
+    except Exception as exc:  # one failed phase must not lose the other phases' hours
+        traceback.print_exc()
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    if name == "before":
+        report["before"] = result
+    else:
+        report["methods"][name] = result
+    before = report.get("before", {}).get("outcomes")
+    for trained in report["methods"].values():
+        if before is not None and "after" in trained:
+            trained["paired"] = paired(before, trained["after"]["outcomes"])
+    return result
+
+
+def hardware() -> dict[str, Any]:
+    """Where the wall times were measured."""
+    import torch
+
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {"cpu_cores": os.cpu_count(), "gpu": gpu}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -189,6 +257,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rollout-workers", type=int, default=2, help="K: rollouts at once")
     p.add_argument("--server-url", help="policy server with runtime LoRA loading (default: in-process)")
     p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="phases (the start's eval and each method) run at once, one process each: on a GPU one "
+        "process leaves it mostly idle (default 1: one after another)",
+    )
+    p.add_argument(
         "--screen",
         action="store_true",
         help="only measure the start on the train split (--eval-episodes instances per template)",
@@ -205,6 +280,8 @@ def main(argv: list[str] | None = None) -> None:
     unknown = [m for m in methods if m not in ("dgrpo", "trpo", *ABLATIONS)]
     if unknown:
         p.error(f"unknown method(s) {', '.join(unknown)}")
+    if args.jobs < 1:
+        p.error("--jobs must be at least 1")
 
     with tempfile.TemporaryDirectory(prefix="rl_signal-") as tmp:
         root = args.out or Path(tmp)
@@ -216,6 +293,8 @@ def main(argv: list[str] | None = None) -> None:
             "group_size": args.group_size,
             "learning_rate": args.lr,
             "temperature": args.temperature,
+            "hardware": hardware(),
+            "jobs": args.jobs,
             "methods": {},
         }
 
@@ -229,23 +308,20 @@ def main(argv: list[str] | None = None) -> None:
             phase("screen (train split)", report["screen"])
             print(json.dumps(report) if args.json else json.dumps(report, indent=2))
             return
-        report["before"] = evaluate(args.base, args, root / "eval-before")
-        phase("before", report["before"])
-        from agent_runtime.trainers.artifacts import resolve_model_ref
-
-        base_dir = resolve_model_ref(args.base).base
-        for name in methods:
-            ablation = {"spa": True, "dapr": True, "fcf": True}
-            if name in ABLATIONS:
-                ablation[ABLATIONS[name]] = False
-            method = "trpo" if name == "trpo" else "dgrpo"
-            trained = train(method, args, root / name, ablation)
-            trained["after"] = evaluate(
-                f"transformers:{base_dir}?adapter={root / name}", args, root / f"eval-{name}"
-            )
-            trained["paired"] = paired(report["before"]["outcomes"], trained["after"]["outcomes"])
-            report["methods"][name] = trained
-            phase(name, trained)
+        phases = ["before", *methods]
+        if args.jobs == 1:
+            for name in phases:
+                phase(name, record(report, name, lambda n=name: run_phase(n, args, root)))
+        else:
+            ctx = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
+            threads = max(1, (os.cpu_count() or 1) // args.jobs)
+            with ProcessPoolExecutor(
+                args.jobs, mp_context=ctx, initializer=share_cores, initargs=(threads,)
+            ) as pool:
+                futures = {pool.submit(run_phase, name, args, root): name for name in phases}
+                for future in as_completed(futures):
+                    name = futures[future]
+                    phase(name, record(report, name, future.result))
     print(json.dumps(report) if args.json else json.dumps(report, indent=2))
 
 
