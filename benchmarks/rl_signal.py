@@ -216,6 +216,33 @@ def record(report: dict[str, Any], name: str, outcome: Callable[[], dict[str, An
     return result
 
 
+#: What the start's held-out measurement depends on: ``--before`` reuses one only if all match.
+SAME_START = ("base", "role", "tasks", "eval_episodes", "seed", "temperature", "max_turns", "max_new_tokens")
+
+
+def earlier_start(args: argparse.Namespace) -> dict[str, Any]:
+    """The start's held-out result from an earlier ``report.json`` (``--before``), checked to be
+    the same measurement: same settings, same test instances. Adding a method to a finished run
+    then costs its own training and eval only."""
+    from agent_runtime.devices.simphone.tasks import select
+    from agent_runtime.devices.simphone.tasks.registry import task_instances
+
+    try:
+        earlier = json.loads(args.before.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        sys.exit(f"--before {args.before}: cannot read it ({exc})")
+    before = earlier.get("before") or {}
+    if "outcomes" not in before:
+        sys.exit(f"--before {args.before}: no measurement of the start with per-instance outcomes")
+    differ = [k for k in SAME_START if k in earlier and earlier[k] != getattr(args, k)]
+    if differ:
+        sys.exit(f"--before {args.before}: measured with other {', '.join(differ)}; rerun without --before")
+    instances = task_instances(select(args.tasks), split="test", episodes=args.eval_episodes, seed=args.seed)
+    if set(before["outcomes"]) != {f"{t.name}/{t.seed}" for t in instances}:
+        sys.exit(f"--before {args.before}: measured other test instances; rerun without --before")
+    return before
+
+
 def hardware() -> dict[str, Any]:
     """Where the wall times were measured."""
     import torch
@@ -270,6 +297,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="seed")
     p.add_argument(
+        "--before",
+        type=Path,
+        help="reuse the start's held-out result from an earlier run's report.json (same settings)",
+    )
+    p.add_argument(
         "--out",
         type=Path,
         help="keep outputs (and report.json, updated per phase) here (default: a temp dir)",
@@ -287,12 +319,10 @@ def main(argv: list[str] | None = None) -> None:
         root = args.out or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         report: dict[str, Any] = {
-            "base": args.base,
-            "tasks": args.tasks,
+            **{key: getattr(args, key) for key in SAME_START},
             "iterations": args.iterations,
             "group_size": args.group_size,
             "learning_rate": args.lr,
-            "temperature": args.temperature,
             "hardware": hardware(),
             "jobs": args.jobs,
             "methods": {},
@@ -309,6 +339,9 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(report) if args.json else json.dumps(report, indent=2))
             return
         phases = ["before", *methods]
+        if args.before is not None:
+            report["before"] = {**earlier_start(args), "reused_from": str(args.before)}
+            phases.remove("before")
         if args.jobs == 1:
             for name in phases:
                 phase(name, record(report, name, lambda n=name: run_phase(n, args, root)))
