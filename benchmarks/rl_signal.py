@@ -98,6 +98,7 @@ def evaluate(model_ref: str, args: argparse.Namespace, runs_dir: Path, split: st
     started = time.perf_counter()
     results = LocalRollouts(args.rollout_workers).play(worker, requests)
     ok = sum(1 for r in results if r.episode.success)
+    calls = sum(r.episode.policy_calls for r in results)
     low, high = wilson_interval(ok, len(results))
     per_task: dict[str, list[int]] = {}
     for r in results:
@@ -109,10 +110,26 @@ def evaluate(model_ref: str, args: argparse.Namespace, runs_dir: Path, split: st
         "wilson95": [round(low, 4), round(high, 4)],
         "errors": sum(1 for r in results if r.episode.error),
         "mean_steps": round(sum(r.episode.steps for r in results) / max(1, len(results)), 2),
+        # the trained role's replies that did not parse or named an element it cannot act on:
+        # on the same instances and seeds, the sharpest sign of a policy drifting out of format
+        "malformed_rate": round(sum(r.episode.malformed for r in results) / max(1, calls), 4),
         "per_task": {name: f"{sum(v)}/{len(v)}" for name, v in sorted(per_task.items())},
         "outcomes": {f"{r.episode.task_name}/{r.episode.task_seed}": int(r.episode.success) for r in results},
         "wall_s": round(time.perf_counter() - started, 2),
     }
+
+
+#: Per-iteration metrics kept in the report: FCF shows in ``active_tasks``, SPA in
+#: ``spa_adjusted``, DAPR in ``replayed``/``pruned_negatives``, TRPO's success replay in
+#: ``replay_injected``.
+MECHANISMS = (
+    "active_tasks",
+    "malformed_rate",
+    "spa_adjusted",
+    "replayed",
+    "pruned_negatives",
+    "replay_injected",
+)
 
 
 def train(
@@ -158,24 +175,12 @@ def train(
     return {
         "wall_s": round(time.perf_counter() - started, 2),
         "train_success_by_iteration": [round(m["success_rate"], 4) for m in iters],
-        # what each mechanism did per iteration — an ablation whose mechanism never acted is the
-        # same run, and the invalid-reply rate shows a policy drifting out of the action format
+        # what each mechanism did per iteration: an ablation whose mechanism never acted is the
+        # same run (the per-iteration malformed rate is noisy: few calls, new seeds each time)
         "by_iteration": [{k: m[k] for k in MECHANISMS if k in m} for m in iters],
         "losses": [p.loss for p in training.losses],
     }
 
-
-#: Per-iteration metrics kept in the report: FCF shows in ``active_tasks``, SPA in
-#: ``spa_adjusted``, DAPR in ``replayed``/``pruned_negatives``, TRPO's success replay in
-#: ``replay_injected``.
-MECHANISMS = (
-    "active_tasks",
-    "malformed_rate",
-    "spa_adjusted",
-    "replayed",
-    "pruned_negatives",
-    "replay_injected",
-)
 
 #: ``--methods`` entries beyond the plain methods: MobileRL's ablation rows (Table 3).
 ABLATIONS = {"dgrpo-no-spa": "spa", "dgrpo-no-dapr": "dapr", "dgrpo-no-fcf": "fcf"}
