@@ -138,6 +138,58 @@ def test_type_is_literal_and_clear_enter_work(desktop: Any, app: ProbeApp, tmp_p
 
 @pytest.mark.desktop
 @needs_xvfb
+@needs_xdotool
+def test_typing_survives_an_app_that_reads_its_events_late(xvfb: Any, app: ProbeApp) -> None:
+    """xdotool unbinds a remapped key right after pressing it: an app stopped while we type reads
+    the press after the unbinding and, without pinned keys, loses every non-ASCII character."""
+    import signal
+
+    from agent_runtime.devices.desktop import DesktopDevice
+
+    device = DesktopDevice.from_spec(xvfb.display, settle_timeout_s=0.3, accessibility=False)
+    display = device._pg._pyautogui_x11._display
+    info = display.display.info
+
+    def keymap() -> set[int]:
+        rows = display.get_keyboard_mapping(info.min_keycode, info.max_keycode - info.min_keycode + 1)
+        return {sym for row in rows for sym in row}
+
+    before = keymap()
+    text = "héllo 世界 Ünï ça"
+    act(device, {"action": "click", "coordinate": app.centre("entry")})
+    app.wait_for(lambda s: s["focus"].endswith("entry"))
+    app.proc.send_signal(signal.SIGSTOP)
+    try:
+        act(device, {"action": "type", "text": text})
+    finally:
+        app.proc.send_signal(signal.SIGCONT)
+    app.wait_for(lambda s: s["entry"] == text)
+    assert {0xE9, 0x1004E16, 0xDC} <= keymap()  # é, 世 and Ü stay bound while the device lives
+    device.close()
+    assert keymap() == before  # and close() gives the keymap back
+
+
+@pytest.mark.desktop
+@needs_xvfb
+def test_pinned_keys_make_room_and_leave_the_rest_to_xdotool(xvfb: Any, desktop: Any) -> None:
+    from agent_runtime.devices.desktop_typing import PinnedKeys
+
+    pins = PinnedKeys(desktop._pg._pyautogui_x11._display)
+    room = pins.capacity
+    assert room > 2
+    many = "".join(chr(0x4E00 + i) for i in range(room + 3))
+    pins.pin(many)  # more characters than spare keycodes: the first `room` are bound
+    assert set(pins.bound()) == set(many[:room])
+    pins.pin("é" + many[-1])  # new characters evict the least recently used ones
+    bound = pins.bound()
+    assert len(bound) == room and {"é", many[-1]} <= set(bound) and many[0] not in bound
+    assert len(set(bound.values())) == room  # one keycode each
+    pins.release()
+    assert pins.bound() == {} and pins.capacity == room
+
+
+@pytest.mark.desktop
+@needs_xvfb
 def test_pyautogui_typing_method_and_its_limits(xvfb: Any, desktop: Any, app: ProbeApp) -> None:
     from agent_runtime.devices.desktop import DesktopDevice
 
@@ -288,6 +340,15 @@ def test_xdotool_segments_keep_capitals_and_order() -> None:
         ["type", "nïcode 世界"],
     ]
     assert xdotool_segments("plain") == [["type", "plain"]]
+
+
+def test_typing_doctests() -> None:
+    import doctest
+
+    from agent_runtime.devices import desktop_typing
+
+    result = doctest.testmod(desktop_typing)
+    assert result.attempted >= 2 and result.failed == 0
 
 
 def test_key_names_normalise() -> None:

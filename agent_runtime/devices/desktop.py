@@ -50,7 +50,7 @@ from agent_runtime.actions import (
 from agent_runtime.coords import Size
 from agent_runtime.device import Device, DeviceInfo
 from agent_runtime.devices.desktop_keys import normalise_keys
-from agent_runtime.devices.desktop_typing import TypingMethod, XTyper
+from agent_runtime.devices.desktop_typing import PinnedKeys, TypingMethod, XTyper
 from agent_runtime.devices.settle import SettleOptions, nearly_same, thumbnail, wait_until_stable
 from agent_runtime.errors import ConfigError, DeviceError
 from agent_runtime.observation import Observation
@@ -138,6 +138,8 @@ class DesktopDevice(Device):
             delay_ms=self.options.type_delay_ms,
             write=lambda text: self._pg.write(text),
             hotkey=lambda *keys: self._pg.hotkey(*keys),
+            # pyautogui's own Xlib connection: its lifetime is the process's, like the pins'
+            pins=PinnedKeys(self._pg._pyautogui_x11._display) if self._x11 else None,
         )
         self._settle = SettleOptions(
             timeout_s=self.options.settle_timeout_s,
@@ -378,6 +380,9 @@ class DesktopDevice(Device):
         )
 
     def close(self) -> None:
+        typer = getattr(self, "_typer", None)
+        if typer is not None:  # releasing twice is a no-op
+            typer.close()
         sct, self._sct = getattr(self, "_sct", None), None
         if sct is not None:
             sct.close()

@@ -222,8 +222,8 @@ def prune_negatives(
             trajectories[i].kl = kl_of(trajectories[i])
     kls = [trajectories[i].kl for i in negatives]
     if all(kl is not None for kl in kls):
-        kl_of = dict(zip(negatives, kls, strict=True))
-        order = sorted(negatives, key=lambda i: (-(kl_of[i] or 0.0), advs[i]))
+        kl_by_index = dict(zip(negatives, kls, strict=True))
+        order = sorted(negatives, key=lambda i: (-(kl_by_index[i] or 0.0), advs[i]))
     else:
         order = sorted(negatives, key=lambda i: advs[i])
     dropped = set(order[:excess])
