@@ -96,13 +96,13 @@ def choose_method(text: str, preferred: TypingMethod) -> Literal["xdotool", "pya
 
 
 def keysym(ch: str) -> int:
-    """The X keysym of a character: Latin-1 keysyms are the code point, the rest 0x01000000 + it.
+    """The X keysym of a non-ASCII character: Latin-1 ones are the code point, the rest 0x01000000 + it.
 
     >>> hex(keysym("é")), hex(keysym("世"))
     ('0xe9', '0x1004e16')
     """
     code = ord(ch)
-    return code if 0x20 <= code <= 0x7E or 0xA0 <= code <= 0xFF else 0x01000000 + code
+    return code if 0xA0 <= code <= 0xFF else 0x01000000 + code
 
 
 class PinnedKeys:
@@ -137,13 +137,11 @@ class PinnedKeys:
     def pin(self, text: str) -> None:
         """Bind the non-ASCII characters of ``text`` (one X round trip when anything changed)."""
         needed = list(dict.fromkeys(ch for ch in text if not ch.isascii()))
-        for ch in needed:
-            if ch in self._bound:
-                self._bound.move_to_end(ch)
         wanted = set(needed)
         changed = False
         for ch in needed:
             if ch in self._bound:
+                self._bound.move_to_end(ch)
                 continue
             if self._spare:
                 code = self._spare.pop()
