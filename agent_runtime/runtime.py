@@ -446,7 +446,7 @@ def _graph_input(
 
 def _check_tree(device: Device, callers: Mapping[str, Any]) -> None:
     """Before anything is written: roles that read the UI tree need a device that has one."""
-    from agent_runtime.graphs.views import require_tree, tree_roles
+    from agent_runtime.graphs.inputs import require_tree, tree_roles
 
     roles = tree_roles({role: caller.model_config for role, caller in callers.items()})
     if roles:

@@ -66,8 +66,8 @@ def decode_rate(model: str, max_tokens: int, iterations: int) -> dict[str, Any]:
 
     from agent_runtime.config import ModelConfig
     from agent_runtime.models import make_chat_model
-    from agent_runtime.trainers.oracle_traces import DemoOptions, write_demos
-    from agent_runtime.trainers.samples import collect_samples
+    from agent_runtime.trainers.data.samples import collect_samples
+    from agent_runtime.trainers.demos.traces import DemoOptions, write_demos
 
     with tempfile.TemporaryDirectory(prefix="demo-model-") as tmp:
         write_demos(DemoOptions(tasks=TASK, observation="ui_tree", prompts="compact"), tmp)
@@ -98,9 +98,9 @@ def decode_rate(model: str, max_tokens: int, iterations: int) -> dict[str, Any]:
 
 def runtime_steps(model: str, max_tokens: int, steps: int) -> dict[str, Any]:
     """Wall time of full runtime steps on SimPhone (every role on ``model``, ui_tree mode)."""
-    from agent_runtime.devices.simphone import SimPhone
-    from agent_runtime.devices.simphone.tasks import make_task
     from agent_runtime.runtime import Runtime
+    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.tasks import make_task
     from agent_runtime.traces import load_run
 
     task = make_task(TASK, seed=0)
@@ -125,7 +125,7 @@ def runtime_steps(model: str, max_tokens: int, steps: int) -> dict[str, Any]:
 def _same_action(got: dict[str, Any], want: dict[str, Any]) -> bool:
     """Oracle demos in ui_tree mode name elements by index; other actions compare as the
     trainers' matcher does (text, button, swipe direction)."""
-    from agent_runtime.trainers.matching import actions_match
+    from agent_runtime.trainers.data.matching import actions_match
 
     if got.get("action") != want.get("action"):
         return False
@@ -144,7 +144,7 @@ def worker_accuracy(model: str, runs: Path, samples: int, max_tokens: int, seed:
     from agent_runtime.errors import AgentRuntimeError
     from agent_runtime.models import make_chat_model
     from agent_runtime.roles.worker import parse_worker
-    from agent_runtime.trainers.samples import collect_samples
+    from agent_runtime.trainers.data.samples import collect_samples
 
     calls = [s for s in collect_samples(runs, ["worker"]).samples if s.parsed and s.parsed.get("raw_action")]
     if not calls:

@@ -66,9 +66,9 @@ def _median_cpu_ms(fn: Callable[[], Any], n: int) -> float:
 
 def bench_android(n: int) -> dict[str, Any]:
     from agent_runtime.actions import OpenApp, SystemButton
-    from agent_runtime.devices.android import AndroidDevice, AndroidOptions
-    from agent_runtime.devices.simphone import SimPhone
-    from agent_runtime.devices.simphone.adb import AdbServer
+    from agent_runtime.devices.android.device import AndroidDevice, AndroidOptions
+    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.adb import AdbServer
 
     os.environ["ADBUTILS_ADB_PATH"] = "/bin/true"  # never start a real adb server
     with AdbServer([SimPhone(0)]) as server:
@@ -111,8 +111,8 @@ def bench_android(n: int) -> dict[str, Any]:
 def bench_desktop(n: int) -> dict[str, Any]:
     if shutil.which("Xvfb") is None:
         return {"desktop_skipped": "Xvfb is not installed (apt-get install xvfb)", "desktop_ok": True}
-    from agent_runtime.devices.desktop import DesktopDevice, DesktopOptions
-    from agent_runtime.devices.desktop_xvfb import Xvfb
+    from agent_runtime.devices.desktop.device import DesktopDevice, DesktopOptions
+    from agent_runtime.devices.desktop.xvfb import Xvfb
 
     with Xvfb(1920, 1080) as xvfb:
         env = {**os.environ, "DISPLAY": xvfb.display}

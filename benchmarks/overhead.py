@@ -88,8 +88,8 @@ def fresh_screen_phone() -> Any:
     A counter appended after the PNG's IEND chunk makes the bytes unique (decoders ignore it),
     so each step pays its one real encode — and only one: the previous screen stays cached.
     """
-    from agent_runtime.devices.simphone import SimPhone
     from agent_runtime.observation import Observation
+    from agent_runtime.simphone import SimPhone
 
     class FreshScreens(SimPhone):
         def observe(self) -> Observation:

@@ -67,13 +67,13 @@ def evaluate(model_ref: str, args: argparse.Namespace, runs_dir: Path, split: st
     instance, ``--rollout-workers`` at once."""
     from peft import PeftModel
 
-    from agent_runtime.devices.simphone.tasks import select
-    from agent_runtime.devices.simphone.tasks.registry import task_instances
     from agent_runtime.evaluation import wilson_interval
     from agent_runtime.models.engine import TransformersEngine
+    from agent_runtime.simphone.tasks import select
+    from agent_runtime.simphone.tasks.registry import task_instances
     from agent_runtime.trainers.artifacts import resolve_model_ref
-    from agent_runtime.trainers.rl_policy import InProcessPolicy
-    from agent_runtime.trainers.rollouts import LocalRollouts, RolloutRequest, RolloutWorker
+    from agent_runtime.trainers.online.policy import InProcessPolicy
+    from agent_runtime.trainers.online.rollouts import LocalRollouts, RolloutRequest, RolloutWorker
 
     resolved = resolve_model_ref(model_ref)
     engine = TransformersEngine(resolved.base, dtype="float32")
@@ -138,7 +138,7 @@ def train(
     """``--iterations`` of ``method`` from ``--base`` into ``out``; per-iteration lines go to stderr
     as they happen (a run takes minutes to hours)."""
     from agent_runtime.trainers.distill import CONFIGS
-    from agent_runtime.trainers.rl_loop import RLOptions, train_online
+    from agent_runtime.trainers.online.loop import RLOptions, train_online
 
     fields: dict[str, Any] = {
         "base": args.base,
@@ -229,8 +229,8 @@ def earlier_start(args: argparse.Namespace) -> dict[str, Any]:
     """The start's held-out result from an earlier ``report.json`` (``--before``), checked to be
     the same measurement: same settings, same test instances. Adding a method to a finished run
     then costs its own training and eval only."""
-    from agent_runtime.devices.simphone.tasks import select
-    from agent_runtime.devices.simphone.tasks.registry import task_instances
+    from agent_runtime.simphone.tasks import select
+    from agent_runtime.simphone.tasks.registry import task_instances
 
     try:
         earlier = json.loads(args.before.read_text(encoding="utf-8"))

@@ -55,7 +55,7 @@ def _timed(fn: Callable[[], Any]) -> float:
 
 def bench_in_process(steps: int) -> dict[str, Any]:
     from agent_runtime.actions import Click
-    from agent_runtime.devices.simphone import SimPhone
+    from agent_runtime.simphone import SimPhone
 
     pinned = False
     if hasattr(os, "sched_setaffinity"):
@@ -100,8 +100,8 @@ def bench_in_process(steps: int) -> dict[str, Any]:
 
 def bench_adb(iterations: int) -> dict[str, Any]:
     os.environ["ADBUTILS_ADB_PATH"] = "/bin/true"  # never start a real adb server
-    from agent_runtime.devices.simphone import SimPhone
-    from agent_runtime.devices.simphone.adb import AdbServer
+    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.adb import AdbServer
 
     phone = SimPhone(0, width=WIDTH, height=HEIGHT)
     targets = _tap_targets(phone)

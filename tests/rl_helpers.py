@@ -58,10 +58,10 @@ def build_rl_policy(tiny_dir: Path, out_dir: Path, *, steps: int = 60) -> Path:
     import torch
 
     from agent_runtime.models.engine import TransformersEngine
-    from agent_runtime.trainers.policy_gradient import collate_for, completion_logprobs
-    from agent_runtime.trainers.rl_policy import InProcessPolicy
-    from agent_runtime.trainers.rl_samples import StepTokens
-    from agent_runtime.trainers.rollouts import RolloutRequest, RolloutWorker
+    from agent_runtime.trainers.online.policy import InProcessPolicy
+    from agent_runtime.trainers.online.policy_gradient import collate_for, completion_logprobs
+    from agent_runtime.trainers.online.rollouts import RolloutRequest, RolloutWorker
+    from agent_runtime.trainers.online.samples import StepTokens
 
     engine = TransformersEngine(tiny_dir, dtype="float32")
     policy = InProcessPolicy(engine, "warmup", temperature=1.0, top_p=1.0, max_tokens=4)

@@ -6,9 +6,9 @@ import pytest
 
 from agent_runtime.actions import Click, LongPress, OpenApp, Scroll, Swipe, Type, parse_action
 from agent_runtime.alignment import check_index, resolve_index, screen_actions, shown_indices
-from agent_runtime.devices.simphone import SimPhone
 from agent_runtime.errors import ActionParseError
 from agent_runtime.roles.worker import parse_worker
+from agent_runtime.simphone import SimPhone
 from tests.doubles import worker_reply
 
 

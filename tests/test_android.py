@@ -30,14 +30,14 @@ def _no_real_adb(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture()
 def phone() -> Any:
-    from agent_runtime.devices.simphone import SimPhone
+    from agent_runtime.simphone import SimPhone
 
     return SimPhone(0)
 
 
 @pytest.fixture()
 def server(phone: Any) -> Iterator[Any]:
-    from agent_runtime.devices.simphone.adb import AdbServer
+    from agent_runtime.simphone.adb import AdbServer
 
     srv = AdbServer([phone]).start()
     yield srv
@@ -170,7 +170,7 @@ def test_type_enter_and_clear_with_input_text(device: Any, phone: Any) -> None:
 
 
 def test_no_adb_keyboard_is_a_device_error_with_install_hint(phone: Any) -> None:
-    from agent_runtime.devices.simphone.adb import AdbServer
+    from agent_runtime.simphone.adb import AdbServer
 
     with AdbServer([phone], adb_keyboard=False) as srv:
         dev = connect(srv.port)
@@ -214,7 +214,7 @@ def test_unknown_app_fails_with_close_matches(device: Any) -> None:
 
 
 def test_every_simphone_app_resolves_by_its_label(phone: Any) -> None:
-    from agent_runtime.devices.android_apps import resolve_app
+    from agent_runtime.devices.android.apps import resolve_app
 
     contract = {
         "Settings": "com.android.settings",
@@ -260,7 +260,7 @@ def test_env_port_is_honoured(server: Any, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_device_states_give_actionable_errors() -> None:
-    from agent_runtime.devices.android_adb import _check_state
+    from agent_runtime.devices.android.adb import _check_state
 
     with pytest.raises(DeviceError) as err:
         _check_state("X", "unauthorized")
@@ -271,7 +271,7 @@ def test_device_states_give_actionable_errors() -> None:
 
 
 def test_reconnects_when_the_endpoint_restarts(phone: Any) -> None:
-    from agent_runtime.devices.simphone.adb import AdbServer
+    from agent_runtime.simphone.adb import AdbServer
 
     first = AdbServer([phone]).start()
     port = first.port
@@ -299,7 +299,7 @@ def test_reconnects_when_the_endpoint_restarts(phone: Any) -> None:
 
 
 def test_gives_up_with_a_clear_error_when_the_endpoint_stays_down(phone: Any) -> None:
-    from agent_runtime.devices.simphone.adb import AdbServer
+    from agent_runtime.simphone.adb import AdbServer
 
     srv = AdbServer([phone]).start()
     dev = connect(srv.port, reconnect_backoff_s=0.05, reconnect_attempts=3)

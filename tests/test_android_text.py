@@ -13,9 +13,9 @@ import shlex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_runtime.devices import android_text as tx
-from agent_runtime.devices.android_apps import resolve_app, suggest
-from agent_runtime.devices.android_keys import keycode_for
+from agent_runtime.devices.android import text as tx
+from agent_runtime.devices.android.apps import resolve_app, suggest
+from agent_runtime.devices.android.keys import keycode_for
 
 
 def android_send_text(arg: str) -> str:

@@ -6,10 +6,10 @@ import re
 
 from agent_runtime.alignment import shown_indices
 from agent_runtime.config import GraphConfig, ModelConfig, RoleConfig, RuntimeConfig
-from agent_runtime.devices.simphone import SimPhone
 from agent_runtime.observation import compact_rows
+from agent_runtime.simphone import SimPhone
 from agent_runtime.traces import load_run
-from agent_runtime.trainers.oracle_traces import DemoOptions, write_demos
+from agent_runtime.trainers.demos.traces import DemoOptions, write_demos
 from tests.doubles import worker_reply
 from tests.test_graph import phone_with_wifi_off
 from tests.test_observation_modes import ROLES, find_index, run, script

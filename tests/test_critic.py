@@ -12,21 +12,22 @@ from typer.testing import CliRunner
 from agent_runtime.cli import app
 from agent_runtime.config import ModelConfig
 from agent_runtime.errors import ParseError
-from agent_runtime.roles import critic, critic_trajectory
 from agent_runtime.roles.caller import RoleCaller
-from agent_runtime.roles.critic import mark_action, parse_step_critic
-from agent_runtime.roles.critic_judge import Judge, store
-from agent_runtime.roles.critic_labels import (
+from agent_runtime.roles.templates import load_template
+from agent_runtime.traces import load_run
+from agent_runtime.trainers.critics import step as critic
+from agent_runtime.trainers.critics import trajectory as critic_trajectory
+from agent_runtime.trainers.critics.judge import Judge, store
+from agent_runtime.trainers.critics.labels import (
     CRITIC_FILE,
     StepCriticLabel,
     TrajectoryCriticLabel,
     append_step_labels,
     read_step_labels,
 )
-from agent_runtime.roles.critic_trajectory import parse_trajectory_verdict, pick_images
-from agent_runtime.roles.templates import load_template
-from agent_runtime.traces import load_run
-from agent_runtime.trainers.samples import collect_samples
+from agent_runtime.trainers.critics.step import mark_action, parse_step_critic
+from agent_runtime.trainers.critics.trajectory import parse_trajectory_verdict, pick_images
+from agent_runtime.trainers.data.samples import collect_samples
 from tests.doubles import ScriptedChatModel, ScriptedOpenAIServer
 from tests.test_filters import png, write_run
 

@@ -32,7 +32,7 @@ needs_xdotool = pytest.mark.skipif(shutil.which("xdotool") is None, reason="xdot
 
 @pytest.fixture(scope="session")
 def xvfb() -> Iterator[Any]:
-    from agent_runtime.devices.desktop_xvfb import Xvfb
+    from agent_runtime.devices.desktop.xvfb import Xvfb
 
     with Xvfb(1920, 1080) as server:
         yield server
@@ -144,7 +144,7 @@ def test_typing_survives_an_app_that_reads_its_events_late(xvfb: Any, app: Probe
     the press after the unbinding and, without pinned keys, loses every non-ASCII character."""
     import signal
 
-    from agent_runtime.devices.desktop import DesktopDevice
+    from agent_runtime.devices.desktop.device import DesktopDevice
 
     device = DesktopDevice.from_spec(xvfb.display, settle_timeout_s=0.3, accessibility=False)
     display = device._pg._pyautogui_x11._display
@@ -172,7 +172,7 @@ def test_typing_survives_an_app_that_reads_its_events_late(xvfb: Any, app: Probe
 @pytest.mark.desktop
 @needs_xvfb
 def test_pinned_keys_make_room_and_leave_the_rest_to_xdotool(xvfb: Any, desktop: Any) -> None:
-    from agent_runtime.devices.desktop_typing import PinnedKeys
+    from agent_runtime.devices.desktop.typing import PinnedKeys
 
     pins = PinnedKeys(desktop._pg._pyautogui_x11._display)
     room = pins.capacity
@@ -191,7 +191,7 @@ def test_pinned_keys_make_room_and_leave_the_rest_to_xdotool(xvfb: Any, desktop:
 @pytest.mark.desktop
 @needs_xvfb
 def test_pyautogui_typing_method_and_its_limits(xvfb: Any, desktop: Any, app: ProbeApp) -> None:
-    from agent_runtime.devices.desktop import DesktopDevice
+    from agent_runtime.devices.desktop.device import DesktopDevice
 
     device = DesktopDevice.from_spec(xvfb.display, typing="pyautogui", settle_timeout_s=0.5)
     act(device, {"action": "click", "coordinate": app.centre("entry")})
@@ -209,7 +209,7 @@ def test_pyautogui_typing_method_and_its_limits(xvfb: Any, desktop: Any, app: Pr
     shutil.which("xclip") is None and shutil.which("xsel") is None, reason="no clipboard tool (xclip/xsel)"
 )
 def test_clipboard_typing_method(xvfb: Any, desktop: Any, app: ProbeApp) -> None:
-    from agent_runtime.devices.desktop import DesktopDevice
+    from agent_runtime.devices.desktop.device import DesktopDevice
 
     device = DesktopDevice.from_spec(xvfb.display, typing="clipboard", settle_timeout_s=0.5)
     act(device, {"action": "click", "coordinate": app.centre("entry")})
@@ -250,7 +250,7 @@ def test_mouse_buttons_and_key_combos(desktop: Any, app: ProbeApp) -> None:
 def test_observe_and_info(xvfb: Any, desktop: Any, app: ProbeApp) -> None:
     from PIL import Image
 
-    from agent_runtime.devices.desktop import DesktopDevice
+    from agent_runtime.devices.desktop.device import DesktopDevice
 
     obs = desktop.observe()
     assert obs.size == (1920, 1080)
@@ -275,7 +275,7 @@ def test_observe_and_info(xvfb: Any, desktop: Any, app: ProbeApp) -> None:
 def test_accessibility_without_a_session_bus_says_why(
     xvfb: Any, desktop: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent_runtime.devices.desktop import DesktopDevice
+    from agent_runtime.devices.desktop.device import DesktopDevice
 
     monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
     monkeypatch.delenv("AT_SPI_BUS_ADDRESS", raising=False)
@@ -305,7 +305,7 @@ def test_hidpi_scale_maps_screenshot_pixels_to_input_points(desktop: Any, app: P
 
 
 def test_no_display_is_a_device_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_runtime.devices.desktop import DesktopDevice
+    from agent_runtime.devices.desktop.device import DesktopDevice
 
     monkeypatch.delenv("DISPLAY", raising=False)
     with pytest.raises(DeviceError) as err:
@@ -314,7 +314,7 @@ def test_no_display_is_a_device_error(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_dead_display_is_a_device_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_runtime.devices.desktop import DesktopDevice
+    from agent_runtime.devices.desktop.device import DesktopDevice
 
     monkeypatch.setenv("DISPLAY", ":0")  # restored afterwards; the device sets it while connecting
     with pytest.raises(DeviceError, match="cannot open X display :947"):
@@ -322,7 +322,7 @@ def test_dead_display_is_a_device_error(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_bad_options_are_config_errors() -> None:
-    from agent_runtime.devices.desktop import DesktopDevice
+    from agent_runtime.devices.desktop.device import DesktopDevice
 
     with pytest.raises(ConfigError):
         DesktopDevice.from_spec(":1", image_format="gif")
@@ -331,7 +331,7 @@ def test_bad_options_are_config_errors() -> None:
 
 
 def test_xdotool_segments_keep_capitals_and_order() -> None:
-    from agent_runtime.devices.desktop_typing import xdotool_segments
+    from agent_runtime.devices.desktop.typing import xdotool_segments
 
     assert xdotool_segments("École Ünïcode 世界") == [
         ["key", "shift+U00C9"],
@@ -345,7 +345,7 @@ def test_xdotool_segments_keep_capitals_and_order() -> None:
 def test_typing_doctests() -> None:
     import doctest
 
-    from agent_runtime.devices import desktop_typing
+    from agent_runtime.devices.desktop import typing as desktop_typing
 
     result = doctest.testmod(desktop_typing)
     assert result.attempted >= 2 and result.failed == 0
@@ -354,7 +354,7 @@ def test_typing_doctests() -> None:
 def test_key_names_normalise() -> None:
     import types
 
-    from agent_runtime.devices.desktop_keys import normalise_keys
+    from agent_runtime.devices.desktop.keys import normalise_keys
 
     fake = types.SimpleNamespace(KEY_NAMES=["ctrl", "shift", "a", "enter", "pagedown", "+"])
     assert normalise_keys(["Control", "Shift", "A"], fake) == (["ctrl", "shift", "a"], [])
@@ -396,7 +396,7 @@ def _system_python_has(*modules: str) -> bool:
     reason="AT-SPI stack not installed (python3-pyatspi at-spi2-core gir1.2-gtk-3.0 python3-gi dbus)",
 )
 def test_accessibility_tree_through_atspi(xvfb: Any, desktop: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_runtime.devices.desktop import DesktopDevice
+    from agent_runtime.devices.desktop.device import DesktopDevice
 
     bus = subprocess.run(
         ["dbus-daemon", "--session", "--fork", "--print-address=1", "--print-pid=1"],
@@ -443,7 +443,7 @@ def test_accessibility_tree_through_atspi(xvfb: Any, desktop: Any, monkeypatch: 
 @pytest.mark.desktop
 @needs_xvfb
 def test_missing_monitor_is_a_config_error(xvfb: Any, desktop: Any) -> None:
-    from agent_runtime.devices.desktop import DesktopDevice
+    from agent_runtime.devices.desktop.device import DesktopDevice
 
     with pytest.raises(ConfigError, match="monitor 7 does not exist"):
         DesktopDevice.from_spec(xvfb.display, monitor=7)

@@ -20,9 +20,9 @@ from agent_runtime.config import ModelConfig
 from agent_runtime.errors import TrainingError
 from agent_runtime.models import make_chat_model
 from agent_runtime.trainers.artifacts import TEXT_MODEL_LORA_TARGETS, read_manifest, resolve_model_ref
-from agent_runtime.trainers.data import build_sft_dataset
-from agent_runtime.trainers.oracle_traces import DemoOptions, write_demos
-from agent_runtime.trainers.samples import collect_samples
+from agent_runtime.trainers.data.datasets import build_sft_dataset
+from agent_runtime.trainers.data.samples import collect_samples
+from agent_runtime.trainers.demos.traces import DemoOptions, write_demos
 from tests.test_trainers import one_torch_thread  # noqa: F401  (autouse)
 
 runner = CliRunner()

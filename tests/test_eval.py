@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 
 from agent_runtime.cli import app as cli_app
 from agent_runtime.config import ModelConfig, load_config
-from agent_runtime.devices.simphone.tasks import QuestionTask, Task, registry
 from agent_runtime.errors import ConfigError, TaskError
 from agent_runtime.evaluation import (
     AgentPolicy,
@@ -23,6 +22,7 @@ from agent_runtime.evaluation import (
     run_episode,
     wilson_interval,
 )
+from agent_runtime.simphone.tasks import QuestionTask, Task, registry
 from tests.doubles import ScriptedOpenAIServer, manager_reply, notetaker_reply, worker_reply
 
 runner = CliRunner()
@@ -170,7 +170,7 @@ def test_agent_policy_without_the_runtime_is_a_clear_error(monkeypatch):
 
 def shop_price_worker(call):  # noqa: ANN001, ANN201
     """A Worker that reads the product from the goal and answers its catalogue price."""
-    from agent_runtime.devices.simphone.apps.shop import product_by_name
+    from agent_runtime.simphone.apps.shop import product_by_name
 
     product = product_by_name(re.search(r"How much does the (.+?) cost", call.prompt)[1])  # type: ignore[index]
     return worker_reply({"action": "answer", "text": f"It costs ${product.price_cents / 100:.2f}"}, "answer")

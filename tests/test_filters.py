@@ -16,17 +16,17 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from agent_runtime.roles.critic_labels import StepCriticLabel, TrajectoryCriticLabel, append_step_labels
 from agent_runtime.traces import CallRecord, RunRecord, StepRecord, TraceWriter, Verdict, load_run
-from agent_runtime.trainers.filters import apply_filters
-from agent_runtime.trainers.filters.consistency import check_consistency, filter_consistency
-from agent_runtime.trainers.filters.dedup import filter_duplicates
-from agent_runtime.trainers.filters.outcome import filter_outcome
-from agent_runtime.trainers.filters.pipeline import FilterSettings, default_pipeline
-from agent_runtime.trainers.filters.reflector import filter_reflector
-from agent_runtime.trainers.filters.reweight import filter_reweight, success_rates
-from agent_runtime.trainers.filters.validity import filter_valid
-from agent_runtime.trainers.samples import collect_samples, samples_from_run
+from agent_runtime.trainers.critics.labels import StepCriticLabel, TrajectoryCriticLabel, append_step_labels
+from agent_runtime.trainers.data.filters import apply_filters
+from agent_runtime.trainers.data.filters.consistency import check_consistency, filter_consistency
+from agent_runtime.trainers.data.filters.dedup import filter_duplicates
+from agent_runtime.trainers.data.filters.outcome import filter_outcome
+from agent_runtime.trainers.data.filters.pipeline import FilterSettings, default_pipeline
+from agent_runtime.trainers.data.filters.reflector import filter_reflector
+from agent_runtime.trainers.data.filters.reweight import filter_reweight, success_rates
+from agent_runtime.trainers.data.filters.validity import filter_valid
+from agent_runtime.trainers.data.samples import collect_samples, samples_from_run
 
 PALETTE = [
     (200, 30, 30),
@@ -416,9 +416,9 @@ def test_default_pipeline_per_role(tmp_path):
 
 
 def test_filter_modules_doctests():
-    import agent_runtime.trainers.filters.consistency as c
-    import agent_runtime.trainers.filters.reweight as r
-    import agent_runtime.trainers.matching as m
+    import agent_runtime.trainers.data.filters.consistency as c
+    import agent_runtime.trainers.data.filters.reweight as r
+    import agent_runtime.trainers.data.matching as m
 
     for module in (c, r, m):
         result = doctest.testmod(module)

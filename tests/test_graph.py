@@ -8,7 +8,6 @@ import pytest
 
 from agent_runtime.config import GraphConfig, RoleConfig, RuntimeConfig
 from agent_runtime.coords import CoordMapper, CoordSpace
-from agent_runtime.devices.simphone import SimPhone
 from agent_runtime.events import (
     ActionExecuted,
     NotesEvent,
@@ -19,6 +18,7 @@ from agent_runtime.events import (
     VerdictEvent,
 )
 from agent_runtime.runtime import Runtime
+from agent_runtime.simphone import SimPhone
 from agent_runtime.traces import load_run
 from tests.doubles import ScriptedChatModel, manager_reply, notetaker_reply, reflector_reply, worker_reply
 

@@ -10,12 +10,12 @@ from agent_runtime.actions import Action, ActionResult
 from agent_runtime.config import GraphConfig, ModelConfig, RoleConfig, RuntimeConfig
 from agent_runtime.coords import Size
 from agent_runtime.device import Device, DeviceInfo
-from agent_runtime.devices.simphone import SimPhone
 from agent_runtime.errors import ConfigError
 from agent_runtime.observation import Observation
 from agent_runtime.roles.templates import load_template
 from agent_runtime.roles.worker import WorkerInputs, action_specs, screen_note
 from agent_runtime.runtime import Runtime
+from agent_runtime.simphone import SimPhone
 from agent_runtime.traces import load_run
 from tests.doubles import ScriptedChatModel, notetaker_reply, reflector_reply, worker_reply
 from tests.test_graph import SETTINGS, phone_with_wifi_off, wifi_manager

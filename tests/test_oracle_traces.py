@@ -9,17 +9,17 @@ from typer.testing import CliRunner
 
 from agent_runtime.cli import app
 from agent_runtime.config import ModelConfig, RoleConfig, RuntimeConfig
-from agent_runtime.devices.simphone import SimPhone
-from agent_runtime.devices.simphone.tasks import make_task
 from agent_runtime.roles import manager, notetaker, reflector, worker
 from agent_runtime.runtime import Runtime
+from agent_runtime.simphone import SimPhone
+from agent_runtime.simphone.tasks import make_task
 from agent_runtime.traces import iter_runs, load_run
+from agent_runtime.trainers.data.filters import apply_filters
+from agent_runtime.trainers.data.filters.pipeline import default_pipeline
+from agent_runtime.trainers.data.filters.reweight import success_rates
+from agent_runtime.trainers.data.samples import collect_samples
+from agent_runtime.trainers.demos.traces import DemoOptions, write_demos
 from agent_runtime.trainers.distill import DataOptions
-from agent_runtime.trainers.filters import apply_filters
-from agent_runtime.trainers.filters.pipeline import default_pipeline
-from agent_runtime.trainers.filters.reweight import success_rates
-from agent_runtime.trainers.oracle_traces import DemoOptions, write_demos
-from agent_runtime.trainers.samples import collect_samples
 from tests.doubles import ScriptedChatModel
 
 TEMPLATES = "SettingsToggle,ContactsPhoneQuestion"
@@ -88,7 +88,7 @@ def test_distill_filters_keep_demo_samples_and_rows_build(demos, perturbed):
             assert outcomes.count("A") == outcomes.count("B") + outcomes.count("C") > 0, outcomes
     out = demos[0]
     pytest.importorskip("datasets")
-    from agent_runtime.trainers.data import build_sft_dataset
+    from agent_runtime.trainers.data.datasets import build_sft_dataset
 
     workers = collect_samples(out, ["worker"]).samples
     rows = build_sft_dataset(workers[:4])

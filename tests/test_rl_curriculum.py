@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent_runtime.errors import TrainingError
-from agent_runtime.trainers.curriculum import FailureCurriculum
+from agent_runtime.trainers.online.curriculum import FailureCurriculum
 
 FAIL = [0.0, 0.0, 0.0]
 WIN = [0.0, 1.0, 0.0]

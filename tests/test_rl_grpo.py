@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_runtime.cli import app
-from agent_runtime.trainers.grpo_data import GRPORecord, build_records, prompt_text
-from agent_runtime.trainers.worker_prompts import PromptSettings
+from agent_runtime.trainers.data.worker_prompts import PromptSettings
+from agent_runtime.trainers.hi_agent.grpo_data import GRPORecord, build_records, prompt_text
 from tests.doubles import ScriptedChatModel
 
 TASK = "SettingsWifiNetworkQuestion"
@@ -74,7 +74,7 @@ def grpo_base(
     import torch
     from datasets import Dataset
 
-    from agent_runtime.trainers.data import ImageLoader, assistant, sft_features
+    from agent_runtime.trainers.data.datasets import ImageLoader, assistant, sft_features
     from agent_runtime.trainers.sft_config import SFTConfig
     from agent_runtime.trainers.sft_trainer import train_sft
 
@@ -115,7 +115,7 @@ def grpo_base(
 
 
 def _cfg(base: Path, out: Path, **kw: object):
-    from agent_runtime.trainers.grpo_config import GRPOConfig
+    from agent_runtime.trainers.hi_agent.grpo_config import GRPOConfig
 
     fields = {
         "base": str(base),
@@ -139,8 +139,8 @@ def _cfg(base: Path, out: Path, **kw: object):
 
 
 def test_records_carry_normalised_touch_points_at_the_oracle_element_centres(records, tmp_path) -> None:
-    from agent_runtime.devices.simphone.tasks import select, task_instances
-    from agent_runtime.trainers.experts import play_expert_episode
+    from agent_runtime.simphone.tasks import select, task_instances
+    from agent_runtime.trainers.demos.experts import play_expert_episode
 
     assert [r.solution.action_type for r in records] == ["open_app", "click", "answer", "terminate"]
     assert records[0].instruction == "Open the Settings app." and records[0].solution.typed_text == "Settings"
@@ -160,7 +160,7 @@ def test_records_carry_normalised_touch_points_at_the_oracle_element_centres(rec
 
 
 def test_low_level_reward_is_one_only_for_the_oracle_action(records) -> None:
-    from agent_runtime.trainers.grpo_trainer import make_low_level_reward
+    from agent_runtime.trainers.hi_agent.grpo_trainer import make_low_level_reward
 
     reward = make_low_level_reward(epsilon=0.002)
     tap, answer = records[1], records[2]
@@ -202,8 +202,8 @@ def test_one_low_level_phase_runs_through_trl_and_moves_the_lora_weights(
 ) -> None:
     from safetensors.torch import load_file
 
-    from agent_runtime.trainers.grpo_data import build_dataset
-    from agent_runtime.trainers.grpo_trainer import make_low_level_reward, run_phase
+    from agent_runtime.trainers.hi_agent.grpo_data import build_dataset
+    from agent_runtime.trainers.hi_agent.grpo_trainer import make_low_level_reward, run_phase
 
     dataset, dropped = build_dataset(records, "low")
     assert dropped == 0 and len(dataset) == 4 and dataset[0]["image"].size == records[0].image_seen
@@ -219,8 +219,8 @@ def test_one_low_level_phase_runs_through_trl_and_moves_the_lora_weights(
 
 @pytest.mark.train
 def test_alternating_loop_updates_low_then_high_and_resumes(grpo_base, tmp_path) -> None:
-    from agent_runtime.trainers.grpo_trainer import ChatJudge, train_grpo
-    from agent_runtime.trainers.rl_loop import RLOptions
+    from agent_runtime.trainers.hi_agent.grpo_trainer import ChatJudge, train_grpo
+    from agent_runtime.trainers.online.loop import RLOptions
 
     judge_model = ScriptedChatModel(script={"judge": ['{"reward": 1}', "not sure", '{"reward": 0}']})
     out = tmp_path / "alt"

@@ -8,9 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from agent_runtime.errors import ParseError
-from agent_runtime.trainers.dgrpo_config import DGRPOConfig
-from agent_runtime.trainers.grpo_config import GRPOConfig
-from agent_runtime.trainers.grpo_rewards import (
+from agent_runtime.trainers.hi_agent.grpo_config import GRPOConfig
+from agent_runtime.trainers.hi_agent.grpo_rewards import (
     ForesightAction,
     action_match_reward,
     actions_match,
@@ -21,7 +20,8 @@ from agent_runtime.trainers.grpo_rewards import (
     parse_judge_reply,
     parse_subgoal,
 )
-from agent_runtime.trainers.trpo_config import TRPOConfig
+from agent_runtime.trainers.online.dgrpo_config import DGRPOConfig
+from agent_runtime.trainers.online.trpo_config import TRPOConfig
 
 GOOD = (
     "<reasoning>Chrome is on the home screen.</reasoning>\n<instruction>Instruction: tap Chrome</instruction>"

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.train
 torch = pytest.importorskip("torch")
 
 from agent_runtime.errors import TrainingError  # noqa: E402
-from agent_runtime.trainers.rl_samples import StepSample, StepTokens  # noqa: E402
+from agent_runtime.trainers.online.samples import StepSample, StepTokens  # noqa: E402
 
 LN2 = math.log(2.0)
 
@@ -27,7 +27,7 @@ LN2 = math.log(2.0)
 
 def grads_of(logp_minus_behaviour: list[float], advantage: float, *, replay: bool = False, **settings):
     """d(token loss)/d(logp) for one row of tokens with the given log-ratios."""
-    from agent_runtime.trainers.policy_gradient import LossSettings, token_loss
+    from agent_runtime.trainers.online.policy_gradient import LossSettings, token_loss
 
     logp = torch.tensor([logp_minus_behaviour], requires_grad=True)
     out = token_loss(
@@ -76,7 +76,7 @@ def test_replay_tokens_use_truncated_importance_weight_by_hand() -> None:
 def test_k3_kl_and_trajectory_kl_by_hand() -> None:
     """k3 = e^d − d − 1 with d = ref − logp: d = 0 → 0; d = ln 2 → 2 − 0.6931 − 1 = 0.3069;
     d = −ln 2 → 0.5 + 0.6931 − 1 = 0.1931. Trajectory KL with log r = (ln 2, 0) → mean(0.3069, 0)."""
-    from agent_runtime.trainers.policy_gradient import k3_kl, trajectory_kl
+    from agent_runtime.trainers.online.policy_gradient import k3_kl, trajectory_kl
 
     kl = k3_kl(torch.zeros(3), torch.tensor([0.0, LN2, -LN2]))
     assert kl.tolist() == pytest.approx([0.0, 1.0 - LN2, LN2 - 0.5])
@@ -86,7 +86,7 @@ def test_k3_kl_and_trajectory_kl_by_hand() -> None:
 
 def test_step_weights_by_hand() -> None:
     """Trajectory lengths 1, 2, 2: inverse 1, 1/2, 1/2 (each trajectory sums to 1); length 1, 2, 2."""
-    from agent_runtime.trainers.policy_gradient import LossSettings, step_weights
+    from agent_runtime.trainers.online.policy_gradient import LossSettings, step_weights
 
     tok = StepTokens((1,), (2,), (-0.1,))
     samples = [StepSample(tok, 1.0, t) for t in (1, 2, 2)]
@@ -135,8 +135,8 @@ def load_tiny(tiny_vlm_dir: Path):
 
 
 def lora_model(tiny_vlm_dir: Path, tmp_path: Path):
-    from agent_runtime.trainers.dgrpo_config import DGRPOConfig
-    from agent_runtime.trainers.policy_gradient import add_lora
+    from agent_runtime.trainers.online.dgrpo_config import DGRPOConfig
+    from agent_runtime.trainers.online.policy_gradient import add_lora
 
     torch.manual_seed(0)
     cfg = DGRPOConfig(base=str(tiny_vlm_dir), output_dir=tmp_path, lora_r=8, lora_alpha=16)
@@ -147,7 +147,7 @@ def lora_model(tiny_vlm_dir: Path, tmp_path: Path):
 def steps(tiny_vlm_dir: Path, processor) -> list[StepTokens]:
     """Three steps — two screenshots of different sizes, one text-only — with on-policy behaviour
     log-probs (a fresh LoRA adapter has B = 0, so the base model's log-probs are the policy's)."""
-    from agent_runtime.trainers.policy_gradient import score_logprobs
+    from agent_runtime.trainers.online.policy_gradient import score_logprobs
 
     def placeholder(prompt_ids: list[int], reply: str, multimodal: dict | None = None) -> StepTokens:
         completion = _completion(processor, reply)
@@ -169,7 +169,7 @@ def steps(tiny_vlm_dir: Path, processor) -> list[StepTokens]:
 
 
 def completion_logprob(model, step: StepTokens) -> float:
-    from agent_runtime.trainers.policy_gradient import score_logprobs
+    from agent_runtime.trainers.online.policy_gradient import score_logprobs
 
     return sum(score_logprobs(model, [step])[0])
 
@@ -177,7 +177,7 @@ def completion_logprob(model, step: StepTokens) -> float:
 def test_batched_left_padded_logprobs_match_one_by_one(
     tiny_vlm_dir: Path, processor, steps: list[StepTokens]
 ) -> None:
-    from agent_runtime.trainers.policy_gradient import collate_for, score_logprobs
+    from agent_runtime.trainers.online.policy_gradient import collate_for, score_logprobs
 
     model = load_tiny(tiny_vlm_dir)
     # the modality ids rebuilt from the image token id equal the processor's own
@@ -205,7 +205,11 @@ def test_batched_left_padded_logprobs_match_one_by_one(
 def test_update_moves_logprob_with_the_advantage(
     tiny_vlm_dir: Path, tmp_path: Path, steps: list[StepTokens], advantage: float
 ) -> None:
-    from agent_runtime.trainers.policy_gradient import LossSettings, make_optimizer, policy_gradient_step
+    from agent_runtime.trainers.online.policy_gradient import (
+        LossSettings,
+        make_optimizer,
+        policy_gradient_step,
+    )
 
     model = lora_model(tiny_vlm_dir, tmp_path)
     step = steps[0]
@@ -224,7 +228,11 @@ def test_clipping_bounds_the_update(tiny_vlm_dir: Path, tmp_path: Path, steps: l
     """Behaviour log-probs 0.5 below the policy's: r = e^0.5 = 1.65 > 1.2 on every token. With A > 0
     the clipped branch is active everywhere, the gradient is 0 and no weight moves; as a replayed
     step the truncated weight (cap 1) still teaches."""
-    from agent_runtime.trainers.policy_gradient import LossSettings, make_optimizer, policy_gradient_step
+    from agent_runtime.trainers.online.policy_gradient import (
+        LossSettings,
+        make_optimizer,
+        policy_gradient_step,
+    )
 
     stale = StepTokens(
         steps[0].prompt_ids,
@@ -253,7 +261,7 @@ def test_replay_weight_scales_the_gradient_exactly(
 ) -> None:
     """With plain SGD (lr 1) a weight moves by −gradient. A replayed step with r = e^0.5 and cap 1
     moves weights exactly like the same step on-policy (r = 1); with cap 2 by e^0.5 = 1.6487 times."""
-    from agent_runtime.trainers.policy_gradient import LossSettings, policy_gradient_step
+    from agent_runtime.trainers.online.policy_gradient import LossSettings, policy_gradient_step
 
     stale = StepTokens(
         steps[0].prompt_ids,
@@ -281,7 +289,11 @@ def test_replay_weight_scales_the_gradient_exactly(
 def test_kl_is_zero_at_the_reference_and_grows_after_updates(
     tiny_vlm_dir: Path, tmp_path: Path, steps: list[StepTokens]
 ) -> None:
-    from agent_runtime.trainers.policy_gradient import LossSettings, make_optimizer, policy_gradient_step
+    from agent_runtime.trainers.online.policy_gradient import (
+        LossSettings,
+        make_optimizer,
+        policy_gradient_step,
+    )
 
     model = lora_model(tiny_vlm_dir, tmp_path)
     opt = make_optimizer(model, 1e-2)
@@ -304,7 +316,11 @@ def test_kl_reference_is_the_starting_adapter_not_the_base(
     the active one."""
     from peft import PeftModel
 
-    from agent_runtime.trainers.policy_gradient import LossSettings, make_optimizer, policy_gradient_step
+    from agent_runtime.trainers.online.policy_gradient import (
+        LossSettings,
+        make_optimizer,
+        policy_gradient_step,
+    )
 
     sft = lora_model(tiny_vlm_dir, tmp_path)
     policy_gradient_step(sft, make_optimizer(sft, 5e-2), [StepSample(steps[0], 1.0, 1)], LossSettings())
@@ -332,7 +348,11 @@ def test_kl_reference_is_the_starting_adapter_not_the_base(
 
 
 def test_only_lora_weights_train(tiny_vlm_dir: Path, tmp_path: Path, steps: list[StepTokens]) -> None:
-    from agent_runtime.trainers.policy_gradient import LossSettings, make_optimizer, policy_gradient_step
+    from agent_runtime.trainers.online.policy_gradient import (
+        LossSettings,
+        make_optimizer,
+        policy_gradient_step,
+    )
 
     model = lora_model(tiny_vlm_dir, tmp_path)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
@@ -355,7 +375,7 @@ def test_aggregation_and_length_weighting_by_hand(
     batch_token_mean: −(1·c1·1 − ½·c2 + ½·c3·2)/(c1 + ½c2 + ½c3)
     no weighting, step mean: −(1 − 1 + 2)/3 = −2/3.
     """
-    from agent_runtime.trainers.policy_gradient import LossSettings, policy_gradient_step
+    from agent_runtime.trainers.online.policy_gradient import LossSettings, policy_gradient_step
 
     samples = [StepSample(steps[0], 1.0, 1), StepSample(steps[1], -1.0, 2), StepSample(steps[2], 2.0, 2)]
     c1, c2, c3 = (len(s.completion_ids) for s in steps)
@@ -377,7 +397,7 @@ def test_aggregation_and_length_weighting_by_hand(
 def test_micro_batching_does_not_change_the_update(
     tiny_vlm_dir: Path, tmp_path: Path, steps: list[StepTokens]
 ) -> None:
-    from agent_runtime.trainers.policy_gradient import LossSettings, policy_gradient_step
+    from agent_runtime.trainers.online.policy_gradient import LossSettings, policy_gradient_step
 
     samples = [StepSample(steps[0], 1.0, 1), StepSample(steps[1], -0.5, 2), StepSample(steps[2], 2.0, 2)]
 
@@ -398,7 +418,11 @@ def test_micro_batching_does_not_change_the_update(
 
 
 def test_kl_without_adapter_needs_a_reference(tiny_vlm_dir: Path, steps: list[StepTokens]) -> None:
-    from agent_runtime.trainers.policy_gradient import LossSettings, make_optimizer, policy_gradient_step
+    from agent_runtime.trainers.online.policy_gradient import (
+        LossSettings,
+        make_optimizer,
+        policy_gradient_step,
+    )
 
     model = load_tiny(tiny_vlm_dir)
     with pytest.raises(TrainingError, match="reference"):
@@ -420,7 +444,7 @@ def test_kl_without_adapter_needs_a_reference(tiny_vlm_dir: Path, steps: list[St
 def test_grpo_config_builds_a_trl_grpo_config(tmp_path: Path) -> None:
     import trl
 
-    from agent_runtime.trainers.grpo_config import GRPOConfig
+    from agent_runtime.trainers.hi_agent.grpo_config import GRPOConfig
 
     cfg = GRPOConfig(base="m", output_dir=tmp_path)
     trl_cfg = trl.GRPOConfig(**cfg.trl_kwargs())

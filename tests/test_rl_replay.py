@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from agent_runtime.trainers.replay import DAPRBuffer, SuccessReplay, prune_negatives
-from agent_runtime.trainers.rl_samples import StepSample, StepTokens, Trajectory, flatten
+from agent_runtime.trainers.online.replay import DAPRBuffer, SuccessReplay, prune_negatives
+from agent_runtime.trainers.online.samples import StepSample, StepTokens, Trajectory, flatten
 
 
 def step(token: int = 5) -> StepTokens:
@@ -191,8 +191,8 @@ def test_prune_negatives_ratio_and_no_op() -> None:
 
 def test_dgrpo_batch_counts_the_successes_spa_paid_less(tmp_path) -> None:
     """``spa_adjusted`` says whether SPA changed anything: 0 means "w/o SPA" is the same update."""
-    from agent_runtime.trainers.dgrpo_config import DGRPOConfig
-    from agent_runtime.trainers.dgrpo_trainer import DGRPOMethod
+    from agent_runtime.trainers.online.dgrpo_config import DGRPOConfig
+    from agent_runtime.trainers.online.dgrpo_trainer import DGRPOMethod
 
     def groups() -> dict[str, list[Trajectory]]:
         return {

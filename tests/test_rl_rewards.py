@@ -12,8 +12,9 @@ import statistics
 
 import pytest
 
-from agent_runtime.trainers import advantages, grpo_rewards, rewards
-from agent_runtime.trainers.advantages import (
+from agent_runtime.trainers.hi_agent import grpo_rewards
+from agent_runtime.trainers.online import advantages, rewards
+from agent_runtime.trainers.online.advantages import (
     RunningStats,
     dgrpo_advantages,
     dgrpo_trajectory_scores,
@@ -21,7 +22,7 @@ from agent_runtime.trainers.advantages import (
     grpo_advantages,
     trpo_advantages,
 )
-from agent_runtime.trainers.rewards import spa_rewards, task_reward
+from agent_runtime.trainers.online.rewards import spa_rewards, task_reward
 
 
 @pytest.mark.parametrize("module", [rewards, advantages, grpo_rewards])

@@ -9,7 +9,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from agent_runtime.roles.caller import rl_fields
-from agent_runtime.trainers.rollouts import RolloutRequest, group_requests
+from agent_runtime.trainers.online.rollouts import RolloutRequest, group_requests
 from tests.rl_helpers import runtime_config, scripted_manager
 
 pytestmark = pytest.mark.train
@@ -53,9 +53,9 @@ def test_in_process_rollout_records_tokens_logprobs_and_rebuilds_pixels(
     import torch
 
     from agent_runtime.models.engine import TransformersEngine
-    from agent_runtime.trainers.policy_gradient import score_logprobs
-    from agent_runtime.trainers.rl_policy import InProcessPolicy
-    from agent_runtime.trainers.rollouts import RolloutWorker
+    from agent_runtime.trainers.online.policy import InProcessPolicy
+    from agent_runtime.trainers.online.policy_gradient import score_logprobs
+    from agent_runtime.trainers.online.rollouts import RolloutWorker
 
     torch.set_num_threads(1)
     engine = TransformersEngine(rl_policy_dir, dtype="float32")

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from agent_runtime.devices.simphone.tasks import select
-from agent_runtime.devices.simphone.tasks.registry import task_instances
+from agent_runtime.simphone.tasks import select
+from agent_runtime.simphone.tasks.registry import task_instances
 
 TASKS = "re:^(ClockToggleAlarm|SettingsToggle)$"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent_runtime.trainers.rl_loop import RLOptions, train_online
+from agent_runtime.trainers.online.loop import RLOptions, train_online
 from tests.rl_helpers import TASKS, lora_weights, runtime_config, scripted_manager, served
 
 pytestmark = pytest.mark.train
@@ -54,7 +54,7 @@ def _check_iterations(out: Path, n: int) -> list[dict]:
 
 
 def test_trpo_two_iterations_in_process_then_resume(rl_policy_dir: Path, tmp_path: Path) -> None:
-    from agent_runtime.trainers.trpo_config import TRPOConfig
+    from agent_runtime.trainers.online.trpo_config import TRPOConfig
 
     runtime = runtime_config(tmp_path)
     out = tmp_path / "trpo"
@@ -107,7 +107,7 @@ def test_trpo_two_iterations_in_process_then_resume(rl_policy_dir: Path, tmp_pat
 
 
 def test_dgrpo_two_iterations_with_policy_refresh_over_http(rl_policy_dir: Path, tmp_path: Path) -> None:
-    from agent_runtime.trainers.dgrpo_config import DGRPOConfig
+    from agent_runtime.trainers.online.dgrpo_config import DGRPOConfig
 
     runtime = runtime_config(tmp_path)
     out = tmp_path / "dgrpo"
@@ -154,9 +154,9 @@ def test_rl_from_an_sft_adapter_keeps_it_as_the_kl_reference(rl_policy_dir: Path
     import torch
 
     from agent_runtime.models.hf import load_model
-    from agent_runtime.trainers.dgrpo_config import DGRPOConfig
-    from agent_runtime.trainers.policy_gradient import add_lora
-    from agent_runtime.trainers.rl_loop import OnlineTrainer
+    from agent_runtime.trainers.online.dgrpo_config import DGRPOConfig
+    from agent_runtime.trainers.online.loop import OnlineTrainer
+    from agent_runtime.trainers.online.policy_gradient import add_lora
 
     torch.manual_seed(0)
     lora_cfg = DGRPOConfig(base=str(rl_policy_dir), output_dir=tmp_path, lora_r=4, lora_alpha=8)

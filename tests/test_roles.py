@@ -8,11 +8,11 @@ from agent_runtime.actions import Click, OpenApp, SystemButton
 from agent_runtime.config import ModelConfig
 from agent_runtime.coords import CoordSpace, ImageBudget, Size
 from agent_runtime.errors import ActionParseError, ConfigError, ModelError, ParseError
-from agent_runtime.memory.notes import NoteStore
 from agent_runtime.models.openai_chat import OpenAIChatModel
 from agent_runtime.role_outputs import Outcome
 from agent_runtime.roles import manager, notetaker, reflector, worker
 from agent_runtime.roles.caller import ImageInput, RoleCaller
+from agent_runtime.roles.notes import NoteStore
 from agent_runtime.roles.templates import load_template
 from tests.doubles import ScriptedChatModel, ScriptedOpenAIServer
 
@@ -354,8 +354,7 @@ def test_model_failures_become_model_errors():
 def test_docstring_examples():
     import doctest
 
-    from agent_runtime.memory import notes
-    from agent_runtime.roles import lists, sections
+    from agent_runtime.roles import lists, notes, sections
 
     for module in (manager, worker, reflector, notetaker, sections, lists, notes):
         result = doctest.testmod(module)

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_runtime.devices.simphone import SimPhone
 from agent_runtime.errors import ParseError
 from agent_runtime.roles.manager import parse_manager
 from agent_runtime.roles.notetaker import parse_notetaker
 from agent_runtime.roles.reflector import parse_reflector
 from agent_runtime.roles.worker import parse_worker
 from agent_runtime.runtime import Runtime
+from agent_runtime.simphone import SimPhone
 from agent_runtime.traces import load_run
 from tests.doubles import ScriptedChatModel, manager_reply, notetaker_reply, reflector_reply, worker_reply
 from tests.test_graph import make_config

@@ -12,11 +12,11 @@ from agent_runtime.actions import Action, ActionResult
 from agent_runtime.config import MemoryConfig, RoleConfig, RuntimeConfig
 from agent_runtime.coords import Size
 from agent_runtime.device import Device, DeviceInfo
-from agent_runtime.devices.simphone import SimPhone
 from agent_runtime.errors import ConfigError, DeviceError
 from agent_runtime.events import Notice, RunFinished, RunStarted
 from agent_runtime.observation import Observation
 from agent_runtime.runtime import Runtime
+from agent_runtime.simphone import SimPhone
 from agent_runtime.traces import load_run
 from tests.doubles import ScriptedChatModel, notetaker_reply, worker_reply
 from tests.test_graph import SETTINGS, make_config, phone_with_wifi_off, wifi_manager, wifi_worker

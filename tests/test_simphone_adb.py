@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from agent_runtime.devices.simphone import SimPhone
-from agent_runtime.devices.simphone.adb import AdbServer
 from agent_runtime.observation import parse_ui_xml
+from agent_runtime.simphone import SimPhone
+from agent_runtime.simphone.adb import AdbServer
 
 CLOCK = "com.android.deskclock"
 NOTES = "com.simphone.notes"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_runtime.devices.simphone import SimPhone
-from agent_runtime.devices.simphone.adb import AdbServer
 from agent_runtime.observation import parse_ui_xml
+from agent_runtime.simphone import SimPhone
+from agent_runtime.simphone.adb import AdbServer
 
 Adb = Callable[..., subprocess.CompletedProcess[bytes]]
 

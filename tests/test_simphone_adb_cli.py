@@ -11,8 +11,8 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner, Result
 
-from agent_runtime.devices.simphone import SimPhone
-from agent_runtime.devices.simphone.adb import AdbServer
+from agent_runtime.simphone import SimPhone
+from agent_runtime.simphone.adb import AdbServer
 
 
 def test_serve_exposes_seeded_phones_until_adb_kill_server(monkeypatch: pytest.MonkeyPatch) -> None:

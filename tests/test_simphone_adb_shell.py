@@ -11,10 +11,10 @@ import shlex
 
 import pytest
 
-from agent_runtime.devices.simphone import SimPhone
-from agent_runtime.devices.simphone.adb import AndroidShell
-from agent_runtime.devices.simphone.adb.cmdline import ShellSyntaxError, parse, words
 from agent_runtime.observation import parse_ui_xml
+from agent_runtime.simphone import SimPhone
+from agent_runtime.simphone.adb import AndroidShell
+from agent_runtime.simphone.adb.cmdline import ShellSyntaxError, parse, words
 
 NOTES = "com.simphone.notes"
 ADB_IME = "com.android.adbkeyboard/.AdbIME"

@@ -7,8 +7,8 @@ import datetime as dt
 import pytest
 
 from agent_runtime.actions import Type
-from agent_runtime.devices.simphone import SimPhone
 from agent_runtime.observation import parse_ui_xml
+from agent_runtime.simphone import SimPhone
 
 
 @pytest.fixture

@@ -24,11 +24,11 @@ from agent_runtime.actions import (
     Wait,
 )
 from agent_runtime.devices import resolve_device
-from agent_runtime.devices.simphone import LAUNCHER_PACKAGE, SimPhone
-from agent_runtime.devices.simphone.paint import paint_tree
-from agent_runtime.devices.simphone.render import adler32_combine
 from agent_runtime.errors import ConfigError, DeviceError
 from agent_runtime.observation import parse_ui_xml
+from agent_runtime.simphone import LAUNCHER_PACKAGE, SimPhone
+from agent_runtime.simphone.ui.paint import paint_tree
+from agent_runtime.simphone.ui.render import adler32_combine
 
 SETTINGS = "com.android.settings"
 

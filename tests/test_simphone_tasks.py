@@ -7,8 +7,10 @@ from collections import Counter
 
 import pytest
 
-from agent_runtime.devices.simphone import SimPhone
-from agent_runtime.devices.simphone.tasks import (
+from agent_runtime.errors import TaskError
+from agent_runtime.evaluation import ExpertPolicy, run_episode
+from agent_runtime.simphone import SimPhone
+from agent_runtime.simphone.tasks import (
     OracleError,
     Task,
     answers_match,
@@ -19,8 +21,6 @@ from agent_runtime.devices.simphone.tasks import (
     split_of,
     task_instances,
 )
-from agent_runtime.errors import TaskError
-from agent_runtime.evaluation import ExpertPolicy, run_episode
 
 APPS = {"Settings", "Clock", "Contacts", "Messages", "Calendar", "Browser", "Notes", "Expenses", "Shop"}
 KINDS = {"page_reaching", "page_operation", "question"}

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_runtime.cli import app
-from agent_runtime.devices.simphone import SimPhone
 from agent_runtime.runtime import Runtime
+from agent_runtime.simphone import SimPhone
 from agent_runtime.traces import load_run
 from tests.doubles import ScriptedChatModel, manager_reply, notetaker_reply, worker_reply
 from tests.test_graph import make_config

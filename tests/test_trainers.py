@@ -18,15 +18,12 @@ import pytest
 from agent_runtime.actions import Click
 from agent_runtime.config import ModelConfig, RoleConfig, RuntimeConfig
 from agent_runtime.coords import CoordMapper, CoordSpace
-from agent_runtime.devices.simphone import SimPhone
-from agent_runtime.devices.simphone.tasks import OraclePolicy, make_task
 from agent_runtime.runtime import Runtime
+from agent_runtime.simphone import SimPhone
+from agent_runtime.simphone.tasks import OraclePolicy, make_task
 from agent_runtime.traces import annotate_run, iter_runs, load_run
-from agent_runtime.trainers.experts import collect_expert_steps, describe_action
-from agent_runtime.trainers.irr_config import IRRConfig
-from agent_runtime.trainers.irr_trainer import Candidate, judge_candidate, run_irr
-from agent_runtime.trainers.matching import actions_match
-from agent_runtime.trainers.preferences import (
+from agent_runtime.trainers.data.matching import actions_match
+from agent_runtime.trainers.data.preferences import (
     Level,
     aligned_actions,
     invalid_taps,
@@ -34,8 +31,11 @@ from agent_runtime.trainers.preferences import (
     simphone_pairs,
     trace_pairs,
 )
-from agent_runtime.trainers.samples import collect_samples
-from agent_runtime.trainers.worker_prompts import PromptSettings, format_worker_reply, to_model_space
+from agent_runtime.trainers.data.samples import collect_samples
+from agent_runtime.trainers.data.worker_prompts import PromptSettings, format_worker_reply, to_model_space
+from agent_runtime.trainers.demos.experts import collect_expert_steps, describe_action
+from agent_runtime.trainers.irr_config import IRRConfig
+from agent_runtime.trainers.irr_trainer import Candidate, judge_candidate, run_irr
 from tests.doubles import ScriptedChatModel, manager_reply, notetaker_reply, reflector_reply
 from tests.test_filters import write_run
 
@@ -133,7 +133,7 @@ def test_runtime_traces_carry_labels(simphone_runs):
 
 @pytest.mark.train
 def test_samples_become_a_trl_vision_dataset(simphone_runs):
-    from agent_runtime.trainers.data import build_sft_dataset
+    from agent_runtime.trainers.data.datasets import build_sft_dataset
 
     samples = collect_samples(simphone_runs, ["worker", "manager"]).samples[:6]
     ds = build_sft_dataset(samples)
@@ -239,7 +239,7 @@ def test_sft_two_steps_then_the_adapter_loads_and_generates(simphone_runs, tiny_
     from agent_runtime.models.engine import TransformersEngine
     from agent_runtime.models.protocol import ChatCompletionRequest
     from agent_runtime.trainers.artifacts import resolve_model_ref
-    from agent_runtime.trainers.data import build_sft_dataset
+    from agent_runtime.trainers.data.datasets import build_sft_dataset
     from agent_runtime.trainers.sft_trainer import train_sft
 
     samples = collect_samples(simphone_runs, ["worker"]).samples
@@ -265,7 +265,7 @@ def test_sft_two_steps_then_the_adapter_loads_and_generates(simphone_runs, tiny_
 
 @pytest.mark.train
 def test_sft_loss_decreases_on_a_fixed_set(tiny_vlm_dir, tmp_path):
-    from agent_runtime.trainers.data import build_sft_dataset
+    from agent_runtime.trainers.data.datasets import build_sft_dataset
     from agent_runtime.trainers.sft_trainer import train_sft
 
     # four short hand-built Worker calls (the runtime's prompts are long for a CPU loop of 20 steps)
@@ -285,7 +285,7 @@ def test_sft_loss_decreases_on_a_fixed_set(tiny_vlm_dir, tmp_path):
 
 @pytest.mark.train
 def test_dpo_runs_two_steps_on_simphone_pairs(tiny_vlm_dir, tmp_path):
-    from agent_runtime.trainers.data import build_dpo_dataset
+    from agent_runtime.trainers.data.datasets import build_dpo_dataset
     from agent_runtime.trainers.dpo_config import DPOConfig
     from agent_runtime.trainers.dpo_trainer import train_dpo
 

@@ -313,11 +313,11 @@ def register(app: typer.Typer) -> None:
         from pydantic import ValidationError
 
         from agent_runtime.errors import ConfigError
+        from agent_runtime.trainers.data.filters.pipeline import FILTER_NAMES, FilterSettings
+        from agent_runtime.trainers.data.worker_prompts import PromptSettings
         from agent_runtime.trainers.distill import ENV_METHODS, DataOptions, check_method, check_role
         from agent_runtime.trainers.distill import distill as run_distill
-        from agent_runtime.trainers.filters.pipeline import FILTER_NAMES, FilterSettings
-        from agent_runtime.trainers.rl_loop import RL_METHODS, RLOptions
-        from agent_runtime.trainers.worker_prompts import PromptSettings
+        from agent_runtime.trainers.online.loop import RL_METHODS, RLOptions
 
         check_method(method)
         check_role(role, method)

@@ -20,7 +20,7 @@ from agent_runtime.cli import guarded
 if TYPE_CHECKING:
     from agent_runtime.config import ModelConfig, RuntimeConfig
     from agent_runtime.roles.caller import RoleCaller
-    from agent_runtime.roles.critic_judge import Judge, JudgeReport
+    from agent_runtime.trainers.critics.judge import Judge, JudgeReport
 
 CRITIC_MODEL = "critic"
 CRITIC_TEXT_MODEL = "critic_text"
@@ -71,8 +71,9 @@ def build_judge(
     trajectory: bool,
     max_images: int,
 ) -> Judge:
-    from agent_runtime.roles import critic, critic_trajectory
-    from agent_runtime.roles.critic_judge import Judge
+    from agent_runtime.trainers.critics import step as critic
+    from agent_runtime.trainers.critics import trajectory as critic_trajectory
+    from agent_runtime.trainers.critics.judge import Judge
 
     mm, text = critic_models(config, model, text_model)
     reask = config.graph.reask
@@ -159,9 +160,9 @@ def register(app: typer.Typer) -> None:
 
         from agent_runtime.config import load_config
         from agent_runtime.errors import ConfigError, TraceError
-        from agent_runtime.roles.critic_judge import store
-        from agent_runtime.roles.critic_labels import CRITIC_FILE
         from agent_runtime.traces import find_run, iter_runs, load_run
+        from agent_runtime.trainers.critics.judge import store
+        from agent_runtime.trainers.critics.labels import CRITIC_FILE
 
         if not steps and not trajectory:
             raise ConfigError("nothing to do: both --no-steps and --no-trajectory were given")

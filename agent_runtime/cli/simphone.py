@@ -17,7 +17,7 @@ from agent_runtime.cli import guarded
 from agent_runtime.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agent_runtime.devices.simphone import SimPhone
+    from agent_runtime.simphone import SimPhone
 
 simphone_app = typer.Typer(
     name="simphone",
@@ -60,8 +60,8 @@ def serve(
         raise ConfigError(f"--devices {devices} is out of range", hint=f"serve 1 to {MAX_DEVICES} phones")
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port {port} is out of range")
-    from agent_runtime.devices.simphone import SimPhone
-    from agent_runtime.devices.simphone.adb import AdbServer
+    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.adb import AdbServer
 
     phones = [SimPhone(seed + i, serial=f"emulator-{5554 + 2 * i}") for i in range(devices)]
     server = AdbServer(phones, host=host, port=port, adb_keyboard=not no_adb_keyboard)
@@ -93,7 +93,7 @@ def screenshot(
     height: Annotated[int, typer.Option("--height", help="Screen height in pixels.")] = 2400,
 ) -> None:
     """Save a SimPhone screen as PNG (the launcher, or an app's first screen with --app)."""
-    from agent_runtime.devices.simphone import SimPhone
+    from agent_runtime.simphone import SimPhone
 
     phone = SimPhone(seed, width=width, height=height)
     suffix = ""

@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
         ``agent-runtime distill --method sft --role worker --runs-dir OUT``.
         """
         from agent_runtime.config import OBSERVATION_MODES
-        from agent_runtime.trainers.oracle_traces import DemoOptions, demo_summary, write_demos
+        from agent_runtime.trainers.demos.traces import DemoOptions, demo_summary, write_demos
 
         if observation not in OBSERVATION_MODES:
             raise ConfigError(
@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(f"--perturb {perturb} is out of range", hint="give a probability from 0 to 1")
         if episodes < 1:
             raise ConfigError(f"--episodes must be at least 1, got {episodes}")
-        from agent_runtime.trainers.oracle_traces import ROLES
+        from agent_runtime.trainers.demos.traces import ROLES
 
         chosen = tuple(r.strip() for r in roles.split(",") if r.strip())
         unknown = [r for r in chosen if r not in ROLES]

@@ -14,7 +14,7 @@ from agent_runtime.cli import guarded
 
 def task_rows(app: str | None, split: str, pattern: str | None) -> list[dict[str, object]]:
     """One row per selected template, with the goal of its first instance in ``split``."""
-    from agent_runtime.devices.simphone.tasks import registry, select, task_instances
+    from agent_runtime.simphone.tasks import registry, select, task_instances
 
     reg = registry()
     rows: list[dict[str, object]] = []

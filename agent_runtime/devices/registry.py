@@ -27,12 +27,16 @@ class Backend:
 
 
 BACKENDS: dict[str, Backend] = {
-    "simphone": Backend("agent_runtime.devices.simphone", "SimPhone", (), "", "the SimPhone device"),
+    "simphone": Backend("agent_runtime.simphone", "SimPhone", (), "", "the SimPhone device"),
     "adb": Backend(
-        "agent_runtime.devices.android", "AndroidDevice", ("adbutils",), "android", "an Android device"
+        "agent_runtime.devices.android.device", "AndroidDevice", ("adbutils",), "android", "an Android device"
     ),
     "desktop": Backend(
-        "agent_runtime.devices.desktop", "DesktopDevice", ("mss", "pyautogui"), "desktop", "a desktop device"
+        "agent_runtime.devices.desktop.device",
+        "DesktopDevice",
+        ("mss", "pyautogui"),
+        "desktop",
+        "a desktop device",
     ),
 }
 

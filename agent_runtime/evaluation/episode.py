@@ -21,7 +21,7 @@ from agent_runtime.observation import Observation
 
 if TYPE_CHECKING:
     from agent_runtime.config import RuntimeConfig
-    from agent_runtime.devices.simphone.tasks import Task
+    from agent_runtime.simphone.tasks import Task
 
 
 class Outcome(BaseModel):
@@ -111,7 +111,7 @@ class ExpertPolicy:
         self.on_step = on_step
 
     def __call__(self, task: Task, device: Device) -> Outcome:
-        from agent_runtime.devices.simphone.tasks.oracle import OraclePolicy
+        from agent_runtime.simphone.tasks.oracle import OraclePolicy
 
         observe = None if self.screenshots else (lambda: tree_observation(device))
         return play(

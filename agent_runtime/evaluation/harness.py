@@ -1,6 +1,6 @@
 """The evaluation harness: run a policy over SimPhone task instances, K episodes at a time.
 
-Each episode gets its own :class:`~agent_runtime.devices.simphone.SimPhone` seeded with the
+Each episode gets its own :class:`~agent_runtime.simphone.SimPhone` seeded with the
 instance's seed, so episodes share nothing and can run in parallel: in threads (right for the
 agent policy, which waits on model servers) or in processes (right for the CPU-bound oracle on
 several cores). Success is judged by the task from app state after the policy returns.
@@ -31,8 +31,8 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
     episode does not lose the rest of the evaluation — except configuration and dependency
     errors and model-server failures, which would fail every episode alike and are re-raised.
     """
-    from agent_runtime.devices.simphone import SimPhone
-    from agent_runtime.devices.simphone.tasks import make_task, split_of
+    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.tasks import make_task, split_of
     from agent_runtime.traces import annotate_run
 
     task = make_task(name, seed)
@@ -87,9 +87,9 @@ def oracle_steps(name: str, seed: int) -> int | None:
 
     Played on its own fresh phone from the UI tree only (no screenshots): milliseconds.
     """
-    from agent_runtime.devices.simphone import SimPhone
-    from agent_runtime.devices.simphone.tasks import make_task
     from agent_runtime.evaluation.episode import ExpertPolicy
+    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.tasks import make_task
 
     task = make_task(name, seed)
     phone = SimPhone(seed=seed)
@@ -106,7 +106,7 @@ def oracle_steps(name: str, seed: int) -> int | None:
 def _instances(
     tasks: str | Sequence[str] | None, split: str, episodes: int, seed: int
 ) -> list[tuple[str, int]]:
-    from agent_runtime.devices.simphone.tasks import select, task_instances
+    from agent_runtime.simphone.tasks import select, task_instances
 
     names = select(tasks)
     return [(t.name, t.seed) for t in task_instances(names, split=split, episodes=episodes, seed=seed)]  # type: ignore[arg-type]
@@ -144,7 +144,7 @@ def evaluate(
         on_plan(len(plan))
     started = time.perf_counter()
     results = list(_run_all(policy, plan, workers, executor, on_result))
-    from agent_runtime.devices.simphone.tasks import registry
+    from agent_runtime.simphone.tasks import registry
 
     reg = registry()
     return EvalReport.build(

@@ -45,14 +45,20 @@ from agent_runtime.events import (
     VerdictEvent,
 )
 from agent_runtime.graphs.context import RunContext
-from agent_runtime.graphs.inputs import manager_inputs, notetaker_inputs, reflector_inputs, worker_inputs
+from agent_runtime.graphs.inputs import (
+    images_for,
+    manager_inputs,
+    notetaker_inputs,
+    reflector_inputs,
+    tree_text,
+    worker_inputs,
+)
 from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import account, commit, observe, role_event
-from agent_runtime.graphs.views import images_for, tree_text
-from agent_runtime.memory.notes import NoteStore
 from agent_runtime.role_outputs import NotetakerOutput
 from agent_runtime.roles import manager, notetaker, reflector, worker
 from agent_runtime.roles.caller import ImageInput, RoleResult
+from agent_runtime.roles.notes import NoteStore
 from agent_runtime.roles.rag import retrieve_knowledge
 
 #: Actions that legitimately repeat (scrolling a long list, backing out of nested pages).

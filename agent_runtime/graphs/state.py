@@ -48,7 +48,7 @@ class AgentState(TypedDict, total=False):
     completed: list[str]
     """Completed subgoals ``CS_t`` (Historical Operations), newest first."""
     notes: list[dict[str, Any]]
-    """The NoteStore ``N_t`` (see :mod:`agent_runtime.memory.notes`)."""
+    """The NoteStore ``N_t`` (see :mod:`agent_runtime.roles.notes`)."""
     history: list[HistoryItem]
     """Recent steps, oldest first (bounded); the Worker sees the last five."""
     failures: int

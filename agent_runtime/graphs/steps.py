@@ -12,9 +12,9 @@ from agent_runtime.events import RoleOutputEvent
 from agent_runtime.graphs.context import RunContext
 from agent_runtime.graphs.inputs import HISTORY_KEEP, action_text, fold_history
 from agent_runtime.graphs.state import AgentState
-from agent_runtime.memory.notes import NoteStore
 from agent_runtime.observation import Observation
 from agent_runtime.roles.caller import RoleResult
+from agent_runtime.roles.notes import NoteStore
 from agent_runtime.traces import StepRecord, Verdict
 
 __all__ = ["HISTORY_KEEP", "account", "action_text", "commit", "observe", "role_event"]

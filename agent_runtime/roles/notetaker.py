@@ -2,7 +2,7 @@
 
 Reply format: ``### Important Notes ###`` — the full updated notes. It runs concurrently with
 the Reflector (speculatively); the graph keeps its notes only when the Reflector says SUCCESS
-(Algorithm 1). The per-run :class:`~agent_runtime.memory.notes.NoteStore` merges and de-duplicates.
+(Algorithm 1). The per-run :class:`~agent_runtime.roles.notes.NoteStore` merges and de-duplicates.
 """
 
 from __future__ import annotations

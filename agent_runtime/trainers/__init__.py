@@ -1,20 +1,24 @@
 """Trainers: turn traces and SimPhone demonstrations into better role models.
 
-Pipeline (``agent-runtime distill``): traces → :mod:`.samples` (one sample per role call, with
-labels) → :mod:`.filters` (rejection sampling, Mobile-Agent-v3 §2.2.3) → :mod:`.data` (Hugging
-Face datasets in TRL's conversational format) → a method:
+The subpackages follow the pipeline (``agent-runtime distill``):
 
-* ``sft`` — :mod:`.sft_trainer` (TRL ``SFTTrainer``, LoRA by default);
-* ``dpo`` — :mod:`.dpo_trainer` on :mod:`.preferences` (ReachAgent's four levels on SimPhone,
-  FAILURE→SUCCESS corrections from traces);
-* ``irr`` — :mod:`.irr_trainer`, Iterative Reasoning Refinement of :mod:`.experts` (MobileRL §4.2);
-* ``trpo`` / ``dgrpo`` — online RL (:mod:`.rl_loop`): rollouts of the runtime graph on SimPhone
-  (:mod:`.rollouts`), :mod:`.trpo_trainer` / :mod:`.dgrpo_trainer`, :mod:`.policy_gradient`;
-* ``grpo`` — :mod:`.grpo_trainer`: Hi-Agent's single-step GRPO (TRL ``GRPOTrainer``) on the
-  oracle's steps (:mod:`.grpo_data`), foresight reward (:mod:`.grpo_rewards`), alternating levels.
+* :mod:`.data` — traces → :mod:`.data.samples` (one sample per role call, with labels) →
+  :mod:`.data.filters` (rejection sampling, Mobile-Agent-v3 §2.2.3) → :mod:`.data.datasets`
+  (Hugging Face datasets in TRL's conversational format); :mod:`.data.preferences` (ReachAgent's
+  four DPO levels, FAILURE→SUCCESS corrections) and :mod:`.data.matching`;
+* :mod:`.demos` — SimPhone's oracle: plans (:mod:`.demos.plans`), demonstrations played through the
+  runtime's own graph (:mod:`.demos.traces`) and action-only expert steps (:mod:`.demos.experts`);
+* :mod:`.critics` — the step and trajectory critics that label traces (``agent-runtime judge``);
+* offline methods at this level — ``sft`` (:mod:`.sft_trainer`, TRL ``SFTTrainer``, LoRA by
+  default), ``dpo`` (:mod:`.dpo_trainer`), ``irr`` (:mod:`.irr_trainer`, Iterative Reasoning
+  Refinement, MobileRL §4.2), with :mod:`.distill` choosing among them;
+* :mod:`.online` — ``trpo`` / ``dgrpo``: online RL on rollouts of the runtime graph
+  (:mod:`.online.loop`, :mod:`.online.rollouts`, :mod:`.online.policy_gradient`);
+* :mod:`.hi_agent` — ``grpo``: Hi-Agent's single-step GRPO (TRL ``GRPOTrainer``) on the oracle's
+  steps with the foresight reward, alternating levels.
 
-Every output directory carries a :class:`~.artifacts.Manifest`. Nothing here imports torch,
-transformers or trl until a trainer runs.
+Every output directory carries a :class:`~.artifacts.Manifest`; iterative trainers share
+:mod:`.iterations`. Nothing here imports torch, transformers or trl until a trainer runs.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agent_runtime.errors import AgentRuntimeError, ConfigError, TrainingError
 from agent_runtime.trainers.base_config import LANGUAGE_MODEL_LORA_TARGETS
-from agent_runtime.trainers.filters import FilterReport
+from agent_runtime.trainers.data.filters import FilterReport
 
 MANIFEST = "manifest.json"
 TRANSFORMERS_PREFIX = "transformers:"

@@ -31,16 +31,16 @@ from agent_runtime.trainers.artifacts import (
     write_manifest,
 )
 from agent_runtime.trainers.base_config import TrainConfig
-from agent_runtime.trainers.dgrpo_config import DGRPOConfig
+from agent_runtime.trainers.data.filters.pipeline import FilterSettings
+from agent_runtime.trainers.data.samples import TRAINABLE_ROLES
+from agent_runtime.trainers.data.worker_prompts import PromptSettings
 from agent_runtime.trainers.dpo_config import DPOConfig
-from agent_runtime.trainers.filters.pipeline import FilterSettings
-from agent_runtime.trainers.grpo_config import GRPOConfig
+from agent_runtime.trainers.hi_agent.grpo_config import GRPOConfig
 from agent_runtime.trainers.irr_config import IRRConfig
-from agent_runtime.trainers.rl_loop import RL_METHODS, RLOptions
-from agent_runtime.trainers.samples import TRAINABLE_ROLES
+from agent_runtime.trainers.online.dgrpo_config import DGRPOConfig
+from agent_runtime.trainers.online.loop import RL_METHODS, RLOptions
+from agent_runtime.trainers.online.trpo_config import TRPOConfig
 from agent_runtime.trainers.sft_config import SFTConfig
-from agent_runtime.trainers.trpo_config import TRPOConfig
-from agent_runtime.trainers.worker_prompts import PromptSettings
 
 Advance = Callable[[int], None]
 Track = Callable[[str, int | None], Advance]
@@ -204,10 +204,10 @@ def _text_only(resolved: ResolvedModel) -> bool:
 
 
 def _filtered_samples(config: TrainConfig, data: DataOptions, echo: Echo) -> tuple[list[Any], DataSummary]:
-    from agent_runtime.trainers.filters import apply_filters
-    from agent_runtime.trainers.filters.pipeline import default_pipeline
-    from agent_runtime.trainers.filters.reweight import success_rates
-    from agent_runtime.trainers.samples import collect_samples
+    from agent_runtime.trainers.data.filters import apply_filters
+    from agent_runtime.trainers.data.filters.pipeline import default_pipeline
+    from agent_runtime.trainers.data.filters.reweight import success_rates
+    from agent_runtime.trainers.data.samples import collect_samples
 
     assert data.runs_dir is not None  # check_sources
     roles = role_list(config.role)
@@ -250,7 +250,7 @@ def _filtered_samples(config: TrainConfig, data: DataOptions, echo: Echo) -> tup
 def _run_sft(
     config: TrainConfig, resolved: ResolvedModel, data: DataOptions, track: Track, echo: Echo
 ) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
-    from agent_runtime.trainers.data import build_sft_dataset
+    from agent_runtime.trainers.data.datasets import build_sft_dataset
     from agent_runtime.trainers.sft_trainer import train_sft
 
     samples, summary = _filtered_samples(config, data, echo)
@@ -271,16 +271,16 @@ def _run_sft(
 def _run_dpo(
     config: TrainConfig, resolved: ResolvedModel, data: DataOptions, track: Track, echo: Echo
 ) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
-    from agent_runtime.trainers.data import build_dpo_dataset
+    from agent_runtime.trainers.data.datasets import build_dpo_dataset
+    from agent_runtime.trainers.data.preferences import simphone_pairs, trace_pairs
     from agent_runtime.trainers.dpo_trainer import train_dpo
-    from agent_runtime.trainers.preferences import simphone_pairs, trace_pairs
 
     pairs = []
     summary = DataSummary()
     extra: dict[str, Any] = {}
     if data.runs_dir is not None and data.trace_pairs:
-        from agent_runtime.trainers.filters.validity import filter_valid
-        from agent_runtime.trainers.samples import collect_samples
+        from agent_runtime.trainers.data.filters.validity import filter_valid
+        from agent_runtime.trainers.data.samples import collect_samples
 
         found = collect_samples(data.runs_dir, ["worker"])
         valid = filter_valid(found.samples)
@@ -332,7 +332,7 @@ def _run_irr(
     config: TrainConfig, resolved: ResolvedModel, data: DataOptions, track: Track, echo: Echo
 ) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
     from agent_runtime.models.engine import TransformersEngine
-    from agent_runtime.trainers.experts import collect_expert_steps
+    from agent_runtime.trainers.demos.experts import collect_expert_steps
     from agent_runtime.trainers.irr_trainer import EngineGenerator, RoundStats, run_irr
 
     irr = config if isinstance(config, IRRConfig) else IRRConfig(**config.model_dump())
@@ -397,8 +397,8 @@ def _run_irr(
 def _run_rl(
     method: str, config: TrainConfig, resolved: ResolvedModel, data: DataOptions, track: Track, echo: Echo
 ) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
-    from agent_runtime.trainers.rl_config import OnlineRLConfig
-    from agent_runtime.trainers.rl_loop import train_online
+    from agent_runtime.trainers.online.config import OnlineRLConfig
+    from agent_runtime.trainers.online.loop import train_online
 
     assert data.rl is not None  # check_sources
     if not isinstance(config, OnlineRLConfig):
@@ -418,7 +418,7 @@ def _run_rl(
 def _run_grpo(
     config: TrainConfig, resolved: ResolvedModel, data: DataOptions, track: Track, echo: Echo
 ) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
-    from agent_runtime.trainers.grpo_trainer import train_grpo
+    from agent_runtime.trainers.hi_agent.grpo_trainer import train_grpo
 
     assert data.rl is not None  # check_sources
     grpo = config if isinstance(config, GRPOConfig) else GRPOConfig(**config.model_dump())

@@ -1,6 +1,6 @@
 """DPO with TRL's ``DPOTrainer`` (LoRA by default) against the starting model as reference.
 
-Input: a dataset from :func:`~agent_runtime.trainers.data.build_dpo_dataset` (``prompt``,
+Input: a dataset from :func:`~agent_runtime.trainers.data.datasets.build_dpo_dataset` (``prompt``,
 ``chosen``, ``rejected``, ``images``).
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from agent_runtime.trainers.base_config import TrainConfig
-from agent_runtime.trainers.worker_prompts import PromptSettings
+from agent_runtime.trainers.data.worker_prompts import PromptSettings
 
 
 class IRRConfig(TrainConfig):

@@ -1,8 +1,8 @@
 """Iterative Reasoning Refinement (MobileRL §4.2): reasoning for action-only expert steps.
 
-Expert demonstrations (:mod:`agent_runtime.trainers.experts`) say *what* to do, not *why*. Each
+Expert demonstrations (:mod:`agent_runtime.trainers.demos.experts`) say *what* to do, not *why*. Each
 round samples ``k`` Worker replies per expert step from a model, keeps replies whose action
-matches the expert's (:func:`~agent_runtime.trainers.matching.actions_match`), fine-tunes on them
+matches the expert's (:func:`~agent_runtime.trainers.data.matching.actions_match`), fine-tunes on them
 (:func:`~agent_runtime.trainers.sft_trainer.train_sft`) and samples the next round from the
 fine-tuned model:
 
@@ -31,10 +31,10 @@ from agent_runtime.errors import ParseError, TrainingError
 from agent_runtime.roles.worker import parse_worker
 from agent_runtime.trainers.artifacts import TrainingSummary
 from agent_runtime.trainers.base_config import TrainConfig
-from agent_runtime.trainers.experts import ExpertStep
+from agent_runtime.trainers.data.matching import actions_match
+from agent_runtime.trainers.data.worker_prompts import PromptSettings
+from agent_runtime.trainers.demos.experts import ExpertStep
 from agent_runtime.trainers.irr_config import IRRConfig
-from agent_runtime.trainers.matching import actions_match
-from agent_runtime.trainers.worker_prompts import PromptSettings
 
 if TYPE_CHECKING:
     from agent_runtime.models.engine import TransformersEngine
@@ -240,7 +240,7 @@ def run_irr(
     ``on_step`` is called after each expert step is sampled, ``on_round`` once a round's
     sampling is judged (before its fine-tuning, or when IRR stops).
     """
-    from agent_runtime.trainers.data import build_sft_dataset
+    from agent_runtime.trainers.data.datasets import build_sft_dataset
     from agent_runtime.trainers.sft_config import SFTConfig
     from agent_runtime.trainers.sft_trainer import train_sft
 

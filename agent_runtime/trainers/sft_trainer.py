@@ -1,6 +1,6 @@
 """Supervised fine-tuning of one role with TRL's ``SFTTrainer`` (LoRA by default).
 
-Input: a dataset from :func:`~agent_runtime.trainers.data.build_sft_dataset` (``prompt``,
+Input: a dataset from :func:`~agent_runtime.trainers.data.datasets.build_sft_dataset` (``prompt``,
 ``completion``, ``images``). Output: the adapter (or full model) in ``config.output_dir`` and a
 :class:`~agent_runtime.trainers.artifacts.TrainingSummary` with every logged loss.
 """

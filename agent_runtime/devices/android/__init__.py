@@ -1,0 +1,1 @@
+"""The Android driver: a phone over adb (adbutils), its apps, key codes and text input."""

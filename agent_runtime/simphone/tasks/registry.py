@@ -1,0 +1,133 @@
+"""The sorted task registry, name patterns, and the train/test split.
+
+**Split rule.** An instance ``(template, seed)`` draws its parameters from
+``random.Random(f"{template}/{seed}")``; its split is decided by hashing the template name and
+the canonical JSON of those parameters: ``sha256(f"{template}|{params}")``, first 8 bytes as an
+integer, modulo 4 — ``0`` is ``test``, the rest ``train`` (a 75/25 split). Hashing the
+*parameters* rather than the seed means two seeds that happen to draw the same goal always land
+in the same split, so no test goal is ever seen in training. The split is a pure function of the
+template name and parameters: deterministic across machines, Python versions and runs.
+
+:func:`task_instances` walks seeds ``seed, seed + 1, …`` for each selected template and keeps the
+first ``episodes`` whose instance falls in the requested split.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import hashlib
+import random
+import re
+from collections.abc import Iterable
+from typing import Literal
+
+from agent_runtime.errors import TaskError
+from agent_runtime.simphone.tasks.base import Task
+
+Split = Literal["train", "test", "all"]
+SPLITS: tuple[str, ...] = ("train", "test", "all")
+#: One in ``TEST_MODULUS`` parameter hashes is test.
+TEST_MODULUS = 4
+#: How far :func:`task_instances` looks for instances of a split before giving up.
+MAX_SEED_SCAN = 2000
+
+_REGISTRY: dict[str, type[Task]] = {}
+
+
+def register(cls: type[Task]) -> type[Task]:
+    """Class decorator: add a template to the registry (names must be unique)."""
+    name = cls.task_name()
+    if name in _REGISTRY and _REGISTRY[name] is not cls:
+        raise TaskError(f"task template {name!r} is registered twice")
+    _REGISTRY[name] = cls
+    return cls
+
+
+def registry() -> dict[str, type[Task]]:
+    """All templates, sorted by class name."""
+    return dict(sorted(_REGISTRY.items()))
+
+
+def make_task(name: str, seed: int = 0) -> Task:
+    """The instance of template ``name`` for ``seed`` (parameters drawn deterministically)."""
+    cls = _REGISTRY.get(name)
+    if cls is None:
+        names = sorted(_REGISTRY)
+        close = list(
+            dict.fromkeys(
+                difflib.get_close_matches(name, names, n=3, cutoff=0.6) + fnmatch.filter(names, f"*{name}*")
+            )
+        )[:5]
+        raise TaskError(
+            f"unknown SimPhone task {name!r}",
+            hint=f"did you mean {', '.join(close)}?" if close else "list them: agent-runtime simphone tasks",
+        )
+    params = cls.generate_random_params(random.Random(f"{name}/{seed}"))
+    return cls(params, seed=seed)
+
+
+def select(patterns: str | Iterable[str] | None = None, *, app: str | None = None) -> list[str]:
+    """Template names matching any pattern, sorted.
+
+    A pattern is a glob (``Clock*``, ``*Alarm*``), or a regular expression when written
+    ``re:…`` (``re:^(Add|Delete)Alarm$``). Several may be given comma-separated. ``app`` keeps
+    templates whose ``app_names`` include that label (case-insensitive). Raises
+    :class:`TaskError` when nothing matches.
+    """
+    if isinstance(patterns, str):
+        patterns = [p.strip() for p in patterns.split(",") if p.strip()]
+    pats = list(patterns or ["*"])
+    names = []
+    for name, cls in registry().items():
+        if app is not None and app.casefold() not in {a.casefold() for a in cls.app_names}:
+            continue
+        if any(_matches(name, p) for p in pats):
+            names.append(name)
+    if not names:
+        raise TaskError(
+            f"no SimPhone task matches {', '.join(pats)!r}" + (f" in app {app!r}" if app else ""),
+            hint="list them: agent-runtime simphone tasks; patterns are globs or re:REGEX",
+        )
+    return names
+
+
+def _matches(name: str, pattern: str) -> bool:
+    if pattern.startswith("re:"):
+        try:
+            return re.search(pattern[3:], name) is not None
+        except re.error as exc:
+            raise TaskError(f"bad task regex {pattern[3:]!r}: {exc}") from None
+    return fnmatch.fnmatchcase(name.casefold(), pattern.casefold())
+
+
+def split_of(task: Task) -> Literal["train", "test"]:
+    """The split an instance belongs to (see the module docstring)."""
+    digest = hashlib.sha256(f"{task.name}|{task.params_key()}".encode()).digest()
+    return "test" if int.from_bytes(digest[:8], "big") % TEST_MODULUS == 0 else "train"
+
+
+def task_instances(
+    names: Iterable[str], *, split: Split = "all", episodes: int = 1, seed: int = 0
+) -> list[Task]:
+    """``episodes`` instances per template in ``split``, from seeds ``seed, seed+1, …``."""
+    if split not in SPLITS:
+        raise TaskError(f"unknown split {split!r}", hint="use train, test or all")
+    if episodes < 1:
+        raise TaskError(f"episodes must be at least 1, got {episodes}")
+    out: list[Task] = []
+    for name in names:
+        found: list[Task] = []
+        for s in range(seed, seed + MAX_SEED_SCAN):
+            task = make_task(name, s)
+            if split == "all" or split_of(task) == split:
+                found.append(task)
+                if len(found) == episodes:
+                    break
+        if len(found) < episodes:
+            raise TaskError(
+                f"{name} has only {len(found)} {split} instances in seeds {seed}..{seed + MAX_SEED_SCAN - 1}",
+                hint="ask for fewer episodes; the template's parameter space is small",
+            )
+        out.extend(found)
+    return out

@@ -1,0 +1,92 @@
+"""The trajectory-level critic (Mobile-Agent-v3 §6.3): did the whole run accomplish the request?
+
+Two channels judge independently and the run is Correct only if both say Correct (paper eq. 4):
+
+* the **text channel** reads a caption of each screen (``critic_caption.j2``, written by the
+  multimodal model) and each step's summary — a language model can judge it without pixels;
+* the **multimodal channel** reads the step summaries and up to ``max_images`` screenshots
+  (evenly spaced, always including the final screen).
+
+Step summaries come from the step critic when it ran (its ≤30-word summaries), else from the
+Worker's own description of each action.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_runtime.errors import ParseError
+from agent_runtime.roles.sections import split_sections, strip_markup
+from agent_runtime.trainers.critics.labels import TrajectoryVerdict
+
+TEXT_TEMPLATE = "critic_trajectory_text.j2"
+MULTIMODAL_TEMPLATE = "critic_trajectory_mm.j2"
+CAPTION_TEMPLATE = "critic_caption.j2"
+SECTIONS = ("Reasoning", "Verdict")
+_VERDICT = re.compile(r"^[\s*_`>\"'\[\(-]*(?P<word>incorrect|correct)\b", re.IGNORECASE)
+
+
+class TrajectoryChannelOutput(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    verdict: TrajectoryVerdict
+    reasoning: str = ""
+
+
+class TrajectoryStep(BaseModel):
+    """One step as both channels' prompts show it."""
+
+    index: int
+    action: str
+    summary: str = ""
+    annotation: str = ""
+    caption: str = Field("", description="text channel only")
+
+
+def parse_trajectory_verdict(text: str) -> TrajectoryChannelOutput:
+    """Parse either channel's reply: the Verdict section must start with Correct or Incorrect.
+
+    >>> parse_trajectory_verdict("### Reasoning ###\\nAlarm set.\\n### Verdict ###\\n**Correct**").verdict
+    'Correct'
+    >>> parse_trajectory_verdict("### Verdict ###\\nIncorrect - it stopped early").verdict
+    'Incorrect'
+    """
+    sections = split_sections(text, SECTIONS)
+    if "verdict" not in sections:
+        raise ParseError(
+            "the reply has no '### Verdict ###' section", hint="end with ### Verdict ### Correct"
+        )
+    m = _VERDICT.match(sections["verdict"])
+    if m is None:
+        raise ParseError(
+            f"the Verdict section does not start with Correct or Incorrect: {sections['verdict'][:60]!r}",
+            hint="write only Correct or Incorrect under ### Verdict ###",
+        )
+    verdict = "Incorrect" if m.group("word").lower() == "incorrect" else "Correct"
+    return TrajectoryChannelOutput(verdict=verdict, reasoning=sections.get("reasoning", "").strip())  # type: ignore[arg-type]
+
+
+def parse_caption(text: str) -> str:
+    """A caption reply: the text under ``### Caption ###`` if present, else the whole reply."""
+    caption = strip_markup(split_sections(text, ("Caption",)).get("caption") or text)
+    if not caption:
+        raise ParseError("the caption is empty", hint="describe the screenshot in one or two sentences")
+    return " ".join(caption.split())
+
+
+def pick_images(n_screens: int, max_images: int) -> list[int]:
+    """Indices of up to ``max_images`` screens, evenly spaced, first and last included.
+
+    >>> pick_images(10, 4)
+    [0, 3, 6, 9]
+    >>> pick_images(3, 8)
+    [0, 1, 2]
+    """
+    if n_screens <= max_images:
+        return list(range(n_screens))
+    if max_images == 1:
+        return [n_screens - 1]
+    step = (n_screens - 1) / (max_images - 1)
+    return sorted({round(i * step) for i in range(max_images)})

@@ -1,0 +1,1 @@
+"""Data: traces to per-role samples, rejection-sampling filters, datasets and preference pairs."""

@@ -1,0 +1,83 @@
+"""Settings of single-step GRPO with Hi-Agent's foresight reward (Hi-Agent §4.2, App. C, Table 5)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from agent_runtime.trainers.online.config import OnlineRLConfig
+
+
+class GRPOConfig(OnlineRLConfig):
+    """:class:`~agent_runtime.trainers.online.config.OnlineRLConfig` with Hi-Agent's GRPO settings.
+
+    ``level="high"`` trains the subgoal model π_h on r = 0.4·r_fmt + 0.3·r_env + 0.3·V_judge
+    (:mod:`.grpo_rewards`) with advantages normalised within each group of G; ``level="low"``
+    trains the action model π_ℓ on r_env alone, normalised over the batch (Hi-Agent eq. 4).
+    Hi-Agent trained with TRL's ``GRPOTrainer``; :meth:`trl_kwargs` gives a ``trl.GRPOConfig``
+    its Table 5 values (TRL's own defaults differ: ``loss_type="dapo"``, ``beta=0``, G = 8).
+    """
+
+    level: Literal["high", "low"] = Field(
+        "high", description="train the subgoal (high) or action (low) model"
+    )
+    num_generations: int = Field(6, ge=1, description="G: completions per prompt")
+    beta: float = Field(0.04, ge=0.0, description="weight of the KL penalty to the reference policy")
+    temperature: float = Field(0.9, gt=0.0, le=2.0, description="sampling temperature")
+    top_k: int = Field(50, ge=0, description="top-k sampling (0: off)")
+    repetition_penalty: float = Field(1.0, gt=0.0, description="repetition penalty while sampling")
+    max_new_tokens: int = Field(256, ge=1, description="longest completion")
+    max_prompt_length: int = Field(
+        526, ge=1, description="longest prompt in text tokens (longer rows are dropped)"
+    )
+    max_turns: int = Field(1, ge=1, description="single-step GRPO: one policy call per sample")
+    epochs: float = Field(2.0, gt=0, description="passes over the data")
+    batch_size: int = Field(3, ge=1, description="per-device batch size")
+    gradient_accumulation_steps: int = Field(2, ge=1, description="batches per optimizer step")
+    reward_weights: list[float] = Field(
+        [0.4, 0.3, 0.3], description="lambda of r_fmt, r_env, V_judge in the foresight reward (high level)"
+    )
+    coord_epsilon: float = Field(
+        0.002, gt=0.0, description="r_env: largest L2 distance of normalised coordinates that still matches"
+    )
+    advantage_epsilon: float = Field(1e-4, ge=0.0, description="added to the std (TRL's value)")
+    alternate: bool = Field(
+        False, description="role manager: alternate low- then high-level updates each iteration (eq. 5)"
+    )
+    low_level: str | None = Field(
+        None,
+        description="the low-level model (model dir, distill output or http(s) URL[#name]); None: the base",
+    )
+    judge_model: str | None = Field(
+        None,
+        description="frozen judge V_judge: model dir, distill output or http(s) URL[#name]; None: the base",
+    )
+
+    @field_validator("reward_weights")
+    @classmethod
+    def _three_weights(cls, value: list[float]) -> list[float]:
+        if len(value) != 3 or any(w < 0 for w in value):
+            raise ValueError("reward_weights takes three non-negative weights: r_fmt, r_env, V_judge")
+        return value
+
+    def trl_kwargs(self) -> dict[str, Any]:
+        """Arguments of ``trl.GRPOConfig`` with Hi-Agent's Table 5 values."""
+        kwargs = super().trl_kwargs()
+        kwargs.pop("max_length", None)  # an SFT/DPO argument; GRPO bounds the completion instead
+        kwargs.update(
+            num_generations=self.num_generations,
+            beta=self.beta,
+            epsilon=self.clip_epsilon_low,
+            epsilon_high=self.clip_epsilon_high,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            repetition_penalty=self.repetition_penalty,
+            max_completion_length=self.max_new_tokens,
+            max_grad_norm=self.max_grad_norm,
+            loss_type="grpo",
+            scale_rewards="group" if self.level == "high" else "batch",
+            reward_weights=list(self.reward_weights) if self.level == "high" else None,
+        )
+        return kwargs

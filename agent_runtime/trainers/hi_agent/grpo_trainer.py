@@ -1,0 +1,523 @@
+"""Single-step GRPO with Hi-Agent's foresight reward through TRL's ``GRPOTrainer`` (Hi-Agent §4.2, eq. 5).
+
+``distill --method grpo`` trains on the oracle's single-step records (:mod:`.grpo_data`):
+
+* ``--role worker`` — the **low level** π_ℓ (screenshot + instruction → action JSON), rewarded by
+  r_ℓ = 1 iff its action matches the oracle's: same type, points within ε (normalised), same
+  text/button/status (:func:`make_low_level_reward`). The high level is frozen as the oracle's
+  instruction.
+* ``--role manager`` — the **high level** π_h (screenshot + task → reasoning + instruction),
+  rewarded by the foresight reward 0.4·r_fmt + 0.3·r_env + 0.3·V_judge (:mod:`.grpo_rewards`):
+  r_env runs the frozen π_ℓ on the generated instruction, V_judge asks a frozen judge model.
+  Both are chat models behind our interface (in-process ``transformers:`` or an OpenAI-compatible
+  server); by default the base model plays both.
+* ``--role manager --alternate`` — eq. 5: each iteration first fixes π_h and updates π_ℓ, then
+  fixes that π_ℓ and updates π_h. The low level trains on the records' oracle instructions: only
+  those have an oracle action to compare with.
+
+Each phase is one ``trl.GRPOTrainer`` run (``GRPOConfig.trl_kwargs()``: Table 5), LoRA, with our
+processor as ``processing_class``; the next iteration continues from its adapter (the optimizer
+starts afresh each phase, as separate GRPO runs do). ``OUT/iter_NNNN/`` holds the trained role's
+adapter + ``manifest.json`` (a complete distill output), ``low_level/`` (alternating runs: the
+worker adapter + its manifest) and ``grpo_state.json`` (metrics so far; written last, so an
+iteration without it is replayed by ``--resume``). ``OUT/metrics.jsonl`` gets one line per
+iteration: mean reward per component and the match rate of each phase.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from agent_runtime import __version__
+from agent_runtime.errors import ConfigError, ParseError, TrainingError
+from agent_runtime.jsonish import extract_json_object
+from agent_runtime.trainers.artifacts import (
+    MANIFEST,
+    DataSummary,
+    LossPoint,
+    Manifest,
+    TrainingSummary,
+    resolve_model_ref,
+    serve_info,
+    write_manifest,
+)
+from agent_runtime.trainers.data.worker_prompts import PromptSettings
+from agent_runtime.trainers.hi_agent.grpo_config import GRPOConfig
+from agent_runtime.trainers.hi_agent.grpo_data import GRPORecord, Level, low_level_text
+from agent_runtime.trainers.hi_agent.grpo_rewards import (
+    Judge,
+    LowLevelPolicy,
+    RewardFunc,
+    action_match_reward,
+    completion_text,
+    foresight_reward_funcs,
+)
+from agent_runtime.trainers.online.loop import (
+    METRICS_FILE,
+    RLOptions,
+    clear_iterations,
+    iteration_dir,
+    last_iteration,
+)
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+    from langchain_core.language_models import BaseChatModel
+
+Echo = Callable[[str], None]
+STATE_FILE = "grpo_state.json"
+LOW_DIR = "low_level"
+DATA_DIR = "data"
+ROLE_OF: dict[Level, str] = {"high": "manager", "low": "worker"}
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+
+
+# -- the frozen models: π_ℓ for r_env and the judge, through our chat-model interface --------------
+
+
+def chat_model_for(ref: str, *, max_tokens: int) -> BaseChatModel:
+    """A greedy chat model for a model reference: ``http(s)://HOST/v1[#name]`` or a local model.
+
+    Local references are what ``--base`` accepts (a directory, ``transformers:DIR?adapter=A``, a
+    distill output); they run in-process on the shared engine of their base directory.
+    """
+    from agent_runtime.config import ModelConfig
+    from agent_runtime.models import make_chat_model
+
+    if ref.startswith(("http://", "https://")):
+        url, _, name = ref.partition("#")
+        cfg = ModelConfig(base_url=url, model=name or "auto", temperature=0.0, max_tokens=max_tokens)
+    else:
+        cfg = ModelConfig(
+            base_url=None, model=resolve_model_ref(ref).reference(), temperature=0.0, max_tokens=max_tokens
+        )
+    return make_chat_model(cfg)
+
+
+def _data_url(image: Any) -> str:
+    buf = io.BytesIO()
+    image.convert("RGB").save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def ask(model: BaseChatModel, role: str, image: Any, text: str) -> str:
+    """One screenshot + text call; ``role`` names the caller in the model's metadata (traces, doubles)."""
+    from langchain_core.messages import HumanMessage
+
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    if image is not None:
+        content.insert(0, {"type": "image_url", "image_url": {"url": _data_url(image)}})
+    reply = model.invoke([HumanMessage(content=content)], config={"metadata": {"agent_runtime_role": role}})  # type: ignore[arg-type]
+    return str(reply.content)
+
+
+class ChatLowLevel:
+    """π_ℓ for r_env: the low-level prompt for the generated instruction on the row's screenshot."""
+
+    def __init__(self, model: BaseChatModel) -> None:
+        self.model = model
+
+    def __call__(self, row: Mapping[str, Any], instruction: str) -> str:
+        return ask(self.model, "low_level", row.get("image"), low_level_text(row["image_size"], instruction))
+
+
+class ChatJudge:
+    """V_judge: Hi-Agent's judge prompt with the row's screenshot; the reply is parsed by the reward."""
+
+    def __init__(self, model: BaseChatModel) -> None:
+        self.model = model
+
+    def __call__(self, row: Mapping[str, Any], prompt: str) -> str:
+        return ask(self.model, "judge", row.get("image"), prompt)
+
+
+# -- rewards --------------------------------------------------------------------------------------
+
+
+def _argument(reply: str) -> str | None:
+    """The text/button/status an action carries ("" when none), None when the reply has no action."""
+    try:
+        obj = extract_json_object(reply)
+    except ParseError:
+        return None
+    if "action_type" in obj:
+        return str(obj.get("typed_text") or "")
+    return str(obj.get("text") or obj.get("button") or obj.get("status") or "")
+
+
+def _same_text(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def make_low_level_reward(*, epsilon: float = 0.002) -> RewardFunc:
+    """r_ℓ (eq. 4): :func:`~.grpo_rewards.action_match_reward` (type + points within ε) and the
+    same argument — typed text, answer, app, button or status — as the oracle's ``typed_text``."""
+
+    def action_match(completions: list[Any], **kwargs: Any) -> list[float]:
+        matched = action_match_reward(completions, epsilon=epsilon, **kwargs)
+        out = []
+        for i, (hit, completion) in enumerate(zip(matched, completions, strict=True)):
+            expected = str(json.loads(kwargs["solution"][i]).get("typed_text") or "")
+            mine = _argument(completion_text(completion))
+            out.append(
+                hit if hit and mine is not None and (not expected or _same_text(mine, expected)) else 0.0
+            )
+        return out
+
+    action_match.__name__ = "action_match"
+    return action_match
+
+
+class RewardLog:
+    """Keeps every value each reward function returned during a phase (the live metrics)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[float]] = {}
+
+    def wrap(self, func: RewardFunc) -> RewardFunc:
+        name = func.__name__
+
+        def logged(completions: list[Any], **kwargs: Any) -> list[float]:
+            out = func(completions, **kwargs)
+            self.values.setdefault(name, []).extend(float(v) for v in out if v is not None)
+            return out
+
+        logged.__name__ = name  # TRL names its reward columns after the function
+        return logged
+
+    def means(self) -> dict[str, float]:
+        return {k: round(sum(v) / len(v), 4) for k, v in self.values.items() if v}
+
+
+# -- one phase: a TRL GRPOTrainer run --------------------------------------------------------------
+
+
+class PhaseResult(BaseModel):
+    level: Level
+    role: str
+    rows: int
+    rewards: dict[str, float] = Field(description="mean value of each reward component")
+    reward: float = Field(description="mean total reward (weighted for the high level)")
+    match_rate: float = Field(description="share of actions matching the oracle (r_ℓ, or r_env)")
+    training: TrainingSummary
+
+
+def run_phase(cfg: GRPOConfig, dataset: Dataset, reward_funcs: list[RewardFunc]) -> PhaseResult:
+    """Train ``cfg.base`` with ``trl.GRPOTrainer`` on ``dataset``; the adapter goes to ``cfg.output_dir``."""
+    import trl
+
+    from agent_runtime.trainers.hf import LossRecorder, load_policy, train_and_save
+
+    policy = load_policy(cfg)
+    log = RewardLog()
+    recorder = LossRecorder()
+    trainer = trl.GRPOTrainer(
+        model=policy.model,
+        args=trl.GRPOConfig(**cfg.trl_kwargs()),
+        reward_funcs=[log.wrap(f) for f in reward_funcs],
+        train_dataset=dataset,
+        processing_class=policy.processor,
+        peft_config=policy.peft_config,
+        callbacks=[recorder],
+    )
+    training = train_and_save(trainer, cfg, recorder)
+    means = log.means()
+    if cfg.level == "high":
+        weights = dict(zip(("format_reward", "env_reward", "judge_reward"), cfg.reward_weights, strict=True))
+        reward = sum(weights[k] * means.get(k, 0.0) for k in weights)
+        match = means.get("env_reward", 0.0)
+    else:
+        reward = match = means.get("action_match", 0.0)
+    return PhaseResult(
+        level=cfg.level,
+        role=cfg.role,
+        rows=len(dataset),
+        rewards=means,
+        reward=round(reward, 4),
+        match_rate=match,
+        training=training,
+    )
+
+
+def metrics_line(m: dict[str, Any]) -> str:
+    """The live one-line summary of an iteration."""
+    parts = []
+    for p in m["phases"]:
+        loss = p["training"]["losses"][-1]["loss"] if p["training"]["losses"] else float("nan")
+        comps = ", ".join(f"{k.removesuffix('_reward')} {v:.2f}" for k, v in p["rewards"].items())
+        parts.append(
+            f"{p['role']} reward {p['reward']:.3f} ({comps}), match {p['match_rate']:.2f}, "
+            f"loss {loss:+.4f}, {p['training']['steps']} steps"
+        )
+    return f"iter {m['iteration']}: " + " | ".join(parts) + f", {m['time_s']:.1f}s"
+
+
+# -- the loop ---------------------------------------------------------------------------------------
+
+
+class GRPOLoop:
+    """Data once, then ``opts.iterations`` iterations of one or two GRPO phases (module docstring)."""
+
+    def __init__(
+        self,
+        cfg: GRPOConfig,
+        opts: RLOptions,
+        settings: PromptSettings,
+        *,
+        judge: Judge | None = None,
+        low_level: LowLevelPolicy | None = None,
+        overwrite: bool = False,
+        echo: Echo | None = None,
+    ) -> None:
+        if cfg.role not in ROLE_OF.values():
+            raise ConfigError(
+                f"--method grpo trains the worker (low level) or the manager (high level), not {cfg.role!r}",
+                hint="use --role worker or --role manager",
+            )
+        if cfg.alternate and cfg.role != "manager":
+            raise ConfigError("--alternate trains both levels; it goes with --role manager")
+        if not cfg.lora:
+            raise ConfigError("GRPO trains a LoRA adapter", hint="drop --full")
+        per_step = cfg.batch_size * cfg.gradient_accumulation_steps
+        if per_step % cfg.num_generations:
+            raise ConfigError(
+                f"batch size x grad accum ({per_step}) must be a multiple of the group size "
+                f"({cfg.num_generations}): TRL samples whole groups",
+                hint="change --batch-size, --grad-accum or --group-size",
+            )
+        if opts.server_url or opts.ray_address:
+            raise ConfigError(
+                "--method grpo trains in-process with TRL; --server-url/--ray-address are for trpo/dgrpo"
+            )
+        self.cfg, self.opts, self.settings = cfg, opts, settings
+        self.level: Level = "high" if cfg.role == "manager" else "low"
+        self.echo = echo or (lambda _text: None)
+        self.out = Path(cfg.output_dir).resolve()
+        self.resolved = resolve_model_ref(cfg.base)
+        self.low_ref = cfg.low_level or str(self.resolved.base)
+        self._judge, self._low_level = judge, low_level
+        self.metrics: list[dict[str, Any]] = []
+        self._prepare_out(overwrite)
+
+    def _prepare_out(self, overwrite: bool) -> None:
+        if not self.opts.resume:
+            also = (METRICS_FILE, MANIFEST, LOW_DIR, *ADAPTER_FILES)
+            clear_iterations(self.out, overwrite=overwrite, what="GRPO", also=also)
+        required = (MANIFEST, STATE_FILE, *([f"{LOW_DIR}/{MANIFEST}"] if self.cfg.alternate else []))
+        self.start = last_iteration(self.out, required) if self.opts.resume else 0
+        if self.start:
+            state = json.loads((iteration_dir(self.out, self.start) / STATE_FILE).read_text(encoding="utf-8"))
+            self.metrics = state["metrics"]
+        self.out.mkdir(parents=True, exist_ok=True)
+
+    # -- data -----------------------------------------------------------------------------------
+
+    def _records(self) -> tuple[list[GRPORecord], dict[str, Any]]:
+        from agent_runtime.trainers.hi_agent.grpo_data import RECORDS_FILE, build_records, load_records
+
+        where = self.out / DATA_DIR
+        if self.opts.resume and (where / RECORDS_FILE).is_file():
+            records = load_records(where / RECORDS_FILE)
+            return records, {"expert_steps": len(records), "reused": True}
+        records, experts = build_records(
+            where,
+            self.settings,
+            tasks=self.opts.tasks,
+            split=self.opts.split,
+            episodes=self.opts.episodes,
+            seed=self.cfg.seed,
+        )
+        for key, why in experts.failed.items():
+            self.echo(f"skipped {key}: {why}")
+        self.echo(
+            f"oracle steps: {len(records)} from {experts.successful_episodes}/{experts.episodes} episodes"
+        )
+        if not records:
+            raise TrainingError(
+                f"the oracle succeeded on no task matching {self.opts.tasks!r}",
+                hint="see the skipped tasks above; pick others with --tasks",
+            )
+        return records, {
+            "expert_steps": len(records),
+            "expert_episodes": experts.episodes,
+            "successful_episodes": experts.successful_episodes,
+            "failed_episodes": experts.failed,
+        }
+
+    def _datasets(self, records: list[GRPORecord]) -> dict[Level, Dataset]:
+        from agent_runtime.models import load_processor
+        from agent_runtime.trainers.hi_agent.grpo_data import build_dataset
+
+        tokenizer = getattr(load_processor(self.resolved.base), "tokenizer", None)
+        levels: list[Level] = ["low", "high"] if self.cfg.alternate else [self.level]
+        out: dict[Level, Dataset] = {}
+        for level in levels:
+            dataset, dropped = build_dataset(
+                records, level, max_prompt_tokens=self.cfg.max_prompt_length, tokenizer=tokenizer
+            )
+            if dropped:
+                self.echo(
+                    f"{level} level: dropped {dropped} rows, prompts over {self.cfg.max_prompt_length} tokens"
+                )
+            out[level] = dataset
+        return out
+
+    # -- phases ---------------------------------------------------------------------------------
+
+    def _phase_cfg(self, level: Level, init: str, output: Path, it: int) -> GRPOConfig:
+        return self.cfg.model_copy(
+            update={
+                "base": init,
+                "output_dir": output,
+                "level": level,
+                "role": ROLE_OF[level],
+                "seed": self.cfg.seed + it - 1,
+            }
+        )
+
+    def _high_rewards(self, low_ref: str) -> tuple[list[RewardFunc], Callable[[], None]]:
+        """The foresight reward with π_ℓ = ``low_ref`` (or the injected one) and the judge."""
+        tokens = self.cfg.max_new_tokens
+        low_model = None
+        low = self._low_level
+        if low is None:
+            low_model = chat_model_for(low_ref, max_tokens=tokens)
+            low = ChatLowLevel(low_model)
+        judge = self._judge or ChatJudge(
+            chat_model_for(self.cfg.judge_model or str(self.resolved.base), max_tokens=32)
+        )
+
+        def release() -> None:  # drop a finished iteration's low-level adapter from the shared engine
+            engine = getattr(low_model, "_engine", None)
+            name = getattr(low_model, "_adapter_name", None) if getattr(low_model, "adapter", None) else None
+            if engine is not None and name in engine.adapters:
+                engine.unload_adapter(name)
+
+        return foresight_reward_funcs(low, judge, epsilon=self.cfg.coord_epsilon), release
+
+    def _iteration(self, it: int, datasets: dict[Level, Dataset]) -> dict[str, Any]:
+        started = time.perf_counter()
+        where = iteration_dir(self.out, it)
+        where.mkdir(parents=True, exist_ok=True)
+        previous = self.cfg.base if it == 1 else str(iteration_dir(self.out, it - 1))
+        phases: list[PhaseResult] = []
+        if self.level == "low":
+            cfg = self._phase_cfg("low", previous, where, it)
+            phases.append(run_phase(cfg, datasets["low"], [make_low_level_reward(epsilon=cfg.coord_epsilon)]))
+            self._write_manifest(where, cfg, phases[-1])
+        else:
+            low_ref = self.low_ref
+            if self.cfg.alternate:
+                low_prev = self.low_ref if it == 1 else str(iteration_dir(self.out, it - 1) / LOW_DIR)
+                cfg = self._phase_cfg("low", low_prev, where / LOW_DIR, it)
+                phases.append(
+                    run_phase(cfg, datasets["low"], [make_low_level_reward(epsilon=cfg.coord_epsilon)])
+                )
+                self._write_manifest(where / LOW_DIR, cfg, phases[-1])
+                low_ref = str(where / LOW_DIR)
+            cfg = self._phase_cfg("high", previous, where, it)
+            funcs, release = self._high_rewards(low_ref)
+            try:
+                phases.append(run_phase(cfg, datasets["high"], funcs))
+            finally:
+                release()
+            self._write_manifest(where, cfg, phases[-1])
+        m = {
+            "iteration": it,
+            "phases": [p.model_dump(mode="json") for p in phases],
+            "time_s": round(time.perf_counter() - started, 3),
+        }
+        self.metrics.append(m)
+        (where / STATE_FILE).write_text(json.dumps({"metrics": self.metrics}), encoding="utf-8")
+        with (self.out / METRICS_FILE).open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(m) + "\n")
+        return m
+
+    def run(self) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
+        records, data_extra = self._records()
+        datasets = self._datasets(records)
+        self.data = DataSummary(
+            samples_before=len(records),
+            samples_after=min(len(d) for d in datasets.values()),
+            train_rows=sum(len(d) for d in datasets.values()),
+            extra={**data_extra, "env": self.opts.env, "task_pattern": self.opts.tasks},
+        )
+        if self.start:
+            self.echo(f"resuming after iteration {self.start}")
+        for it in range(self.start + 1, self.opts.iterations + 1):
+            self.echo(metrics_line(self._iteration(it, datasets)))
+        last = iteration_dir(self.out, max(self.start, self.opts.iterations))
+        for name in ADAPTER_FILES:
+            shutil.copy2(last / name, self.out / name)
+        if self.cfg.alternate:
+            top = self.out / LOW_DIR
+            top.mkdir(exist_ok=True)
+            for name in ADAPTER_FILES:
+                shutil.copy2(last / LOW_DIR / name, top / name)
+            manifest = json.loads((last / LOW_DIR / MANIFEST).read_text(encoding="utf-8"))
+            manifest["output"] = str(top)
+            write_manifest(Manifest.model_validate(manifest))
+        return self.data, self._training(), {"iterations": len(self.metrics)}
+
+    # -- outputs --------------------------------------------------------------------------------
+
+    def _training(self) -> TrainingSummary:
+        phases = [p for m in self.metrics for p in m["phases"]]
+        return TrainingSummary(
+            losses=[
+                LossPoint(step=pt["step"], loss=pt["loss"], round=m["iteration"])
+                for m in self.metrics
+                for p in m["phases"]
+                for pt in p["training"]["losses"]
+            ],
+            steps=sum(p["training"]["steps"] for p in phases),
+            runtime_s=round(sum(p["training"]["runtime_s"] for p in phases), 3),
+            extra={"iterations": self.metrics},
+        )
+
+    def _write_manifest(self, output: Path, cfg: GRPOConfig, phase: PhaseResult) -> None:
+        # The metrics of this iteration are not appended yet: include the phases done so far.
+        summary = phase.model_dump(mode="json", exclude={"training"})
+        training = phase.training.model_copy(update={"extra": {"iterations": self.metrics, "phase": summary}})
+        manifest = Manifest(
+            kind="lora",
+            method="grpo",
+            role=cfg.role,
+            base_model=str(self.resolved.base),
+            init_adapter=str(self.resolved.adapter) if self.resolved.adapter else None,
+            output=str(output),
+            agent_runtime_version=__version__,
+            data=self.data.model_copy(update={"train_rows": phase.rows}),
+            hyperparameters={
+                **cfg.model_dump(mode="json", exclude={"base", "output_dir", "progress"}),
+                "rl": self.opts.model_dump(mode="json", exclude={"resume"}),
+                "prompt": self.settings.model_dump(mode="json"),
+            },
+            training=training,
+            serve=serve_info("lora", cfg.role, self.resolved.base, output, cfg.lora_r),
+        )
+        write_manifest(manifest)
+
+
+def train_grpo(
+    cfg: GRPOConfig,
+    opts: RLOptions,
+    settings: PromptSettings,
+    *,
+    judge: Judge | None = None,
+    low_level: LowLevelPolicy | None = None,
+    overwrite: bool = False,
+    echo: Echo | None = None,
+) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
+    """Run the loop (module docstring); returns what ``distill`` puts in the final manifest."""
+    loop = GRPOLoop(cfg, opts, settings, judge=judge, low_level=low_level, overwrite=overwrite, echo=echo)
+    return loop.run()
