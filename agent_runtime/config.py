@@ -28,6 +28,25 @@ Role = Literal["manager", "worker", "reflector", "notetaker", "rag"]
 #: indexed UI tree as text, no images: text-only models), or ``both``.
 ObservationMode = Literal["screenshot", "ui_tree", "both"]
 OBSERVATION_MODES: tuple[str, ...] = ("screenshot", "ui_tree", "both")
+
+
+def shows_tree(mode: str) -> bool:
+    """Whether a role in observation ``mode`` reads the indexed UI tree (and acts by element index).
+
+    >>> [shows_tree(m) for m in OBSERVATION_MODES]
+    [False, True, True]
+    """
+    return mode in ("ui_tree", "both")
+
+
+def shows_screenshot(mode: str) -> bool:
+    """Whether a role in observation ``mode`` is sent screenshots.
+
+    >>> [shows_screenshot(m) for m in OBSERVATION_MODES]
+    [True, False, True]
+    """
+    return mode in ("screenshot", "both")
+
 #: Which built-in prompt set a role model gets: ``full`` (Mobile-Agent-v3) or ``compact`` (the same
 #: reply formats in a fraction of the tokens, for small text-only models on a CPU).
 PromptSet = Literal["full", "compact"]
@@ -82,11 +101,11 @@ class ModelConfig(_Strict):
 
     @property
     def sees_tree(self) -> bool:
-        return self.observation in ("ui_tree", "both")
+        return shows_tree(self.observation)
 
     @property
     def sees_screenshot(self) -> bool:
-        return self.observation in ("screenshot", "both")
+        return shows_screenshot(self.observation)
 
     @property
     def budget(self) -> ImageBudget:
