@@ -6,7 +6,7 @@ out a centre from bounds is exactly where a small model fails, so the runtime do
 acts on the element's centre, a swipe runs along the element's central axis (from 3/4 to 1/4 of
 its extent, the way the SimPhone expert scrolls), a ``type`` with an index taps the field first.
 
-Only elements the role was shown (the ``[i]`` lines of :meth:`Observation.compressed_tree`) can be
+Only elements the role was shown (the ``[i]`` lines of :attr:`Observation.indexed_tree`) can be
 named. A touch needs an element that reacts — actionable itself, or inside a clickable ancestor
 (tapping a list row's label taps the row); a swipe acts on the nearest scrollable element at or
 above the one named. Anything else raises :class:`ActionParseError` whose message lists what *can*
@@ -31,7 +31,7 @@ _LIST_MAX = 12
 
 def shown_indices(observation: Observation) -> list[int]:
     """Element indices of the indexed tree a role sees, in document order."""
-    return [int(m) for m in _INDEXED_LINE.findall(observation.compressed_tree(with_index=True))]
+    return [int(m) for m in _INDEXED_LINE.findall(observation.indexed_tree)]
 
 
 def _ancestors(elements: list[UIElement], el: UIElement) -> list[UIElement]:

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from agent_runtime.traces import Verdict
+
 
 class _Event(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -68,11 +70,18 @@ class ActionExecuted(_Event):
 
 
 class VerdictEvent(_Event):
+    """A step was judged: the fields of its :class:`~agent_runtime.traces.Verdict`, kept flat so
+    the event stream reads the same as before the verdict had a type of its own."""
+
     type: Literal["verdict"] = "verdict"
     step: int
     outcome: Literal["A", "B", "C"]
     success: bool
     feedback: str = ""
+
+    @classmethod
+    def of(cls, step: int, verdict: Verdict) -> VerdictEvent:
+        return cls(step=step, outcome=verdict.outcome, success=verdict.success, feedback=verdict.feedback)
 
 
 class NotesEvent(_Event):

@@ -13,8 +13,9 @@ import io
 import re
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -249,6 +250,10 @@ def compact_rows(tree: str) -> str:
     return "\n".join(out)
 
 
+#: The cached properties of an :class:`Observation` (computed from its fields on first use).
+_DERIVED = ("elements", "indexed_tree", "screenshot_hash")
+
+
 class Observation(BaseModel):
     """One immutable look at a device.
 
@@ -268,6 +273,15 @@ class Observation(BaseModel):
     timestamp: float = Field(default_factory=time.time)
     extra: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
 
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Observation:
+        """A copy; with ``update`` the values derived from the old fields (parsed tree, tree text,
+        hash) are dropped, so they are built again from the new ones."""
+        copy = super().model_copy(update=update, deep=deep)
+        if update:
+            for name in _DERIVED:
+                copy.__dict__.pop(name, None)
+        return copy
+
     @cached_property
     def elements(self) -> list[UIElement]:
         """The parsed UI tree (empty when there is none)."""
@@ -283,5 +297,14 @@ class Observation(BaseModel):
 
         return PILImage.open(io.BytesIO(self.screenshot))
 
+    @cached_property
+    def indexed_tree(self) -> str:
+        """The compressed tree with ``[i]`` element indices, built once per observation: the Worker's
+        prompt, its index checks, the action alignment and the Reflector's before/after trees all
+        read this same text."""
+        return compress_elements(self.elements, self.size, with_index=True) if self.ui_xml else ""
+
     def compressed_tree(self, *, with_index: bool = False) -> str:
-        return compress_elements(self.elements, self.size, with_index=with_index) if self.ui_xml else ""
+        if with_index:
+            return self.indexed_tree
+        return compress_elements(self.elements, self.size) if self.ui_xml else ""

@@ -8,11 +8,11 @@ GUI-Owl checkpoints work unmodified.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_runtime.actions import Action
+from agent_runtime.traces import Verdict
 
 
 class _Output(BaseModel):
@@ -60,8 +60,9 @@ class ReflectorOutput(_Output):
         return self.outcome is Outcome.A
 
     @property
-    def verdict(self) -> Literal["SUCCESS", "FAILURE"]:
-        return "SUCCESS" if self.success else "FAILURE"
+    def verdict(self) -> Verdict:
+        """The judgement in the shape the graph, the traces and the events share."""
+        return Verdict.of(self.outcome.value, self.error_description)
 
 
 class NotetakerOutput(_Output):

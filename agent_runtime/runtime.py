@@ -202,6 +202,7 @@ class Runtime:
                 )
             if not (run_dir / "checkpoint.sqlite").is_file():
                 raise TraceError(f"run {previous.run_id} has no checkpoint.sqlite to resume from")
+            _check_checkpoint(run_dir, previous.run_id)
             dev, owned = self._device(device, previous.device.get("spec"))
             return _Plan(
                 previous.run_id,
@@ -230,10 +231,8 @@ class Runtime:
         device: Device | str | None = None,
         max_steps: int | None = None,
     ) -> Generator[Event, None, RunResult]:
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
         from agent_runtime.graphs.context import RunContext
-        from agent_runtime.graphs.mobile_agent_v3 import build_graph
+        from agent_runtime.graphs.mobile_agent_v3 import build_graph, sqlite_checkpointer
 
         plan = self._prepare(task, resume, device, max_steps)
         writer: TraceWriter | None = None
@@ -279,7 +278,7 @@ class Runtime:
             # what resume needs, without an fsync per checkpoint (only power loss can lose one).
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            app = build_graph(SqliteSaver(conn))
+            app = build_graph(sqlite_checkpointer(conn))
             yield RunStarted(
                 run_id=plan.run_id,
                 task=plan.task,
@@ -442,6 +441,25 @@ def _graph_input(
     else:
         yield Notice(message=f"resuming at {', '.join(snapshot.next) or 'the end'}")
     return None
+
+
+def _check_checkpoint(run_dir: Path, run_id: str) -> None:
+    """Refuse a checkpoint whose step in progress is an untyped dict: an agent-runtime from before
+    :class:`~agent_runtime.graphs.state.Step` wrote it, and the graph cannot continue from it."""
+    from agent_runtime.graphs.mobile_agent_v3 import sqlite_checkpointer
+
+    conn = sqlite3.connect(run_dir / "checkpoint.sqlite")
+    try:
+        saved = sqlite_checkpointer(conn).get_tuple({"configurable": {"thread_id": run_id}})
+    finally:
+        conn.close()
+    if saved is not None and isinstance(saved.checkpoint["channel_values"].get("pending"), dict):
+        raise TraceError(
+            f"run {run_id} was checkpointed by an older agent-runtime, whose step in progress this "
+            "version cannot continue",
+            hint="start the task again as a new run; its traces so far stay readable",
+            run_dir=run_dir,
+        )
 
 
 def _check_tree(device: Device, callers: Mapping[str, Any]) -> None:

@@ -86,9 +86,27 @@ class CallRecord(_Record):
 
 
 class Verdict(BaseModel):
+    """The Reflector's judgement of one step, in the one shape the step in progress, its
+    :class:`StepRecord` and the run's verdict event all share.
+
+    ``outcome`` is the Mobile-Agent-v3 letter: A success (or partial), B wrong page, C no change.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
     outcome: Literal["A", "B", "C"]
     success: bool
     feedback: str = ""
+
+    @classmethod
+    def of(cls, outcome: str, feedback: str = "") -> Verdict:
+        """A verdict whose ``success`` follows from its letter (only A succeeds; a letter other
+        than A, B or C is a validation error).
+
+        >>> Verdict.of("B", "opened Clock")
+        Verdict(outcome='B', success=False, feedback='opened Clock')
+        """
+        return cls(outcome=outcome, success=outcome == "A", feedback=feedback)
 
 
 class StepRecord(_Record):

@@ -443,3 +443,50 @@ def test_rag_without_the_extra_says_so_once_and_runs_on(tmp_path, monkeypatch):
     notices = [e for e in events if isinstance(e, Notice)]
     assert len(notices) == 1 and "'rag' extra is not installed" in notices[0].message
     assert events[-1].success and not model.calls_for("rag")
+
+
+def test_a_checkpointed_step_comes_back_typed_without_serializer_warnings(tmp_path, caplog):
+    """SQLite round trip of the step in progress: its actions, device result and verdict are
+    rebuilt as their types in a new connection, and LangGraph warns about no "unregistered" type."""
+    import logging
+    import sqlite3
+
+    from agent_runtime.actions import ActionResult, Click, Type
+    from agent_runtime.graphs.mobile_agent_v3 import build_graph, initial_state, sqlite_checkpointer
+    from agent_runtime.graphs.state import Step
+    from agent_runtime.traces import Verdict
+
+    step = Step(
+        step=2,
+        subgoal="Type the name",
+        plan=["Type the name", "Save"],
+        before_screen="screens/0002.png",
+        after_screen="screens/0003.png",
+        before_tree="[4] EditText; clickable focusable; Name; [0,0][9,9]",
+        action={"action": "type", "index": 4, "text": "Ada"},
+        action_screen=Type(text="Ada"),
+        screen_actions=[Click(coordinate=(540.0, 1200.0)), Type(text="Ada")],
+        action_result=ActionResult(ok=False, error="no field focused", data={"settle": {"ms": 12.5}}),
+        verdict=Verdict.of("C", "nothing changed"),
+        t0=1700000000.0,
+        timings={"worker": 12.5, "execute": 3.0},
+        critical_calls=2,
+    )
+    config = {"configurable": {"thread_id": "r"}}
+    path = tmp_path / "checkpoint.sqlite"
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        app = build_graph(sqlite_checkpointer(conn))
+        state = initial_state("Add a contact", platform="mobile", max_steps=5)
+        app.update_state(config, {**state, "pending": step}, as_node="execute")
+    conn.close()
+
+    caplog.set_level(logging.WARNING)
+    with sqlite3.connect(path, check_same_thread=False) as conn:  # think: a new process resuming
+        snapshot = build_graph(sqlite_checkpointer(conn)).get_state(config)
+    conn.close()
+    restored = snapshot.values["pending"]
+    assert snapshot.next == ("reflect",)
+    assert isinstance(restored, Step) and restored == step
+    assert isinstance(restored.screen_actions[0], Click) and isinstance(restored.action_screen, Type)
+    assert isinstance(restored.action_result, ActionResult) and isinstance(restored.verdict, Verdict)
+    assert not [r for r in caplog.records if "serde" in r.name or "unregistered" in r.getMessage()]

@@ -90,3 +90,14 @@ def test_observation_is_immutable_and_lazy():
     assert len(obs.screenshot_hash) == 40
     with pytest.raises(ValidationError):
         obs.app = "other"  # type: ignore[misc]
+
+
+def test_the_indexed_tree_is_built_once_and_rebuilt_for_a_changed_copy():
+    obs = Observation(screenshot=b"", size=Size(1080, 2400), ui_xml=XML)
+    tree = obs.indexed_tree
+    assert tree.startswith("[") and obs.compressed_tree(with_index=True) is tree
+    assert obs.compressed_tree() == compress_ui_xml(XML, Size(1080, 2400))
+    assert obs.model_copy().indexed_tree is tree
+    # A copy with other fields derives its tree (and elements) from them, never from the original.
+    bare = obs.model_copy(update={"ui_xml": None, "ui_error": "no accessibility tree"})
+    assert bare.indexed_tree == "" and bare.elements == []

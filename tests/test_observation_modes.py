@@ -212,3 +212,22 @@ def test_screenshot_prompts_are_unchanged_by_the_new_variables():
     assert "The attached screenshot shows the current screen." in text
     for heading in ("### Thought ###", "### Action ###", "### Description ###", "### Atomic Actions ###"):
         assert heading in text
+
+
+def test_each_observation_builds_its_indexed_tree_once(tmp_path, monkeypatch):
+    """Prompts, index checks, alignment and the Reflector's trees all read one text per screen."""
+    from agent_runtime import observation
+
+    built: list[list] = []  # the element lists compressed with indices (kept alive: ids stay unique)
+    compress = observation.compress_elements
+
+    def counting(elements, screen, **kw):
+        if kw.get("with_index"):
+            built.append(elements)
+        return compress(elements, screen, **kw)
+
+    monkeypatch.setattr(observation, "compress_elements", counting)
+    phone = phone_with_wifi_off()
+    model, result = run(phone, tree_config(), tmp_path)
+    assert result.success and len(model.calls_for("worker")) >= 3
+    assert built and len({id(e) for e in built}) == len(built), "an observation's tree was built twice"

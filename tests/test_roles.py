@@ -14,6 +14,7 @@ from agent_runtime.roles import manager, notetaker, reflector, worker
 from agent_runtime.roles.caller import ImageInput, RoleCaller
 from agent_runtime.roles.notes import NoteStore
 from agent_runtime.roles.templates import load_template
+from agent_runtime.traces import Verdict
 from tests.doubles import ScriptedChatModel, ScriptedOpenAIServer
 
 # -- Manager --------------------------------------------------------------------------------------
@@ -201,7 +202,8 @@ def test_reflector_never_reads_a_letter_from_anywhere_else():
 def test_reflector_failure_without_error_section_uses_the_outcome_text():
     out = reflector.parse_reflector("Outcome: B - opened the Clock app instead")
     assert out.outcome is Outcome.B and out.error_description == "opened the Clock app instead"
-    assert not out.success and out.verdict == "FAILURE"
+    assert not out.success
+    assert out.verdict == Verdict(outcome="B", success=False, feedback="opened the Clock app instead")
 
 
 # -- Notetaker + NoteStore ------------------------------------------------------------------------
@@ -369,3 +371,12 @@ def test_events_round_trip_through_their_union():
         RunFinished(run_id="r", status="completed", success=True, steps=3),
     ):
         assert EVENT_ADAPTER.validate_python(event.to_dict()) == event
+    # The one Verdict type builds the event; the stream keeps its flat fields.
+    built = VerdictEvent.of(2, Verdict.of("B", "wrong page")).to_dict()
+    assert {k: v for k, v in built.items() if k != "time"} == {
+        "type": "verdict",
+        "step": 2,
+        "outcome": "B",
+        "success": False,
+        "feedback": "wrong page",
+    }

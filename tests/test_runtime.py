@@ -12,7 +12,7 @@ from agent_runtime.actions import Action, ActionResult
 from agent_runtime.config import MemoryConfig, RoleConfig, RuntimeConfig
 from agent_runtime.coords import Size
 from agent_runtime.device import Device, DeviceInfo
-from agent_runtime.errors import ConfigError, DeviceError
+from agent_runtime.errors import ConfigError, DeviceError, TraceError
 from agent_runtime.events import Notice, RunFinished, RunStarted
 from agent_runtime.observation import Observation
 from agent_runtime.runtime import Runtime
@@ -115,6 +115,33 @@ def test_resume_after_a_kill_in_the_reflector_rejudges_from_saved_screens(tmp_pa
     first = model2.calls_for("reflector")[0]
     assert first.n_images == 2  # before/after read back from screens/ in the run directory
     assert [s.step for s in load_run(run_dir).steps] == [0, 1, 2]
+
+
+def test_a_checkpoint_from_before_the_typed_step_is_refused_with_a_hint(tmp_path):
+    import sqlite3
+
+    from agent_runtime.graphs.mobile_agent_v3 import build_graph, sqlite_checkpointer
+
+    def killed(call):
+        raise KeyboardInterrupt
+
+    phone = phone_with_wifi_off()
+    rt, _ = runtime_for(wifi_script(phone) | {"reflector": killed}, tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        rt.run("Turn on Wi-Fi", device=phone)
+    (run_dir,) = list(tmp_path.iterdir())
+    # What an older agent-runtime left: the step in progress as a plain dict.
+    config = {"configurable": {"thread_id": run_dir.name}}
+    with sqlite3.connect(run_dir / "checkpoint.sqlite", check_same_thread=False) as conn:
+        app = build_graph(sqlite_checkpointer(conn))
+        step = app.get_state(config).values["pending"]
+        app.update_state(config, {"pending": step.model_dump(mode="json")}, as_node="execute")
+    conn.close()
+    rt2, _ = runtime_for(wifi_script(phone), tmp_path)
+    with pytest.raises(TraceError, match="older agent-runtime") as refused:
+        rt2.resume(run_dir.name, device=phone)
+    assert "start the task again" in refused.value.hint
+    assert load_run(run_dir).run.status == "running"  # nothing was written
 
 
 def test_infrastructure_error_then_resume(tmp_path):

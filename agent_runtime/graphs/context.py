@@ -13,7 +13,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from agent_runtime.config import ModelConfig, RuntimeConfig
+from agent_runtime.config import ModelConfig, RuntimeConfig, shows_tree
 from agent_runtime.coords import CoordMapper, Size
 from agent_runtime.device import Device
 from agent_runtime.observation import Observation
@@ -54,8 +54,8 @@ class RunContext:
 
     @property
     def any_tree(self) -> bool:
-        """Whether some role reads the UI tree (then trees travel with the pending step)."""
-        return any(m in ("ui_tree", "both") for m in self.observation.values())
+        """Whether some role reads the UI tree (then trees travel with the step in progress)."""
+        return any(shows_tree(m) for m in self.observation.values())
 
     # -- calls ----------------------------------------------------------------------------------
     def record_call(self, record: CallRecord) -> None:

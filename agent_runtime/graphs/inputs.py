@@ -7,17 +7,19 @@ VLMs get screenshots; ``both`` gets the two.
 
 The Mobile-Agent-v3 nodes and the SimPhone demonstration writer
 (:mod:`agent_runtime.trainers.demos.traces`) both call these builders with the same kind of
-state (an :class:`~agent_runtime.graphs.state.AgentState` and a pending-step dict), so the prompts
-a model is trained on are exactly the prompts it meets at run time, in every observation mode.
+state (an :class:`~agent_runtime.graphs.state.AgentState` and the
+:class:`~agent_runtime.graphs.state.Step` in progress), so the prompts a model is trained on are
+exactly the prompts it meets at run time, in every observation mode.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
-from agent_runtime.config import GraphConfig, ModelConfig, RuntimeConfig
+from agent_runtime.config import GraphConfig, ModelConfig, RuntimeConfig, shows_screenshot, shows_tree
 from agent_runtime.errors import ConfigError
-from agent_runtime.graphs.state import AgentState, HistoryItem
+from agent_runtime.graphs.state import AgentState, HistoryItem, Step
 from agent_runtime.observation import Observation
 from agent_runtime.roles import manager, notetaker, reflector, worker
 from agent_runtime.roles.caller import ImageInput
@@ -34,7 +36,7 @@ def tree_text(obs: Observation | None) -> str:
     """The indexed, compressed UI tree of ``obs``, or a line saying why there is none."""
     if obs is None:
         return "(the UI tree of this screen is not available)"
-    tree = obs.compressed_tree(with_index=True)
+    tree = obs.indexed_tree
     if tree:
         return tree
     reason = obs.ui_error or "the device returned no UI tree for this screen"
@@ -43,12 +45,12 @@ def tree_text(obs: Observation | None) -> str:
 
 def images_for(mode: str, *shots: ImageInput) -> list[ImageInput]:
     """The image parts a role in ``mode`` gets: none for ``ui_tree``."""
-    return list(shots) if mode in ("screenshot", "both") else []
+    return list(shots) if shows_screenshot(mode) else []
 
 
 def tree_for(mode: str, obs: Observation | None) -> str:
     """The tree text a role in ``mode`` gets: empty for ``screenshot``."""
-    return tree_text(obs) if mode in ("ui_tree", "both") else ""
+    return tree_text(obs) if shows_tree(mode) else ""
 
 
 def tree_roles(models: dict[str, ModelConfig]) -> list[str]:
@@ -81,26 +83,24 @@ HISTORY_KEEP = 8
 WORKER_HISTORY = 5
 
 
-def action_text(pending: dict[str, Any]) -> str:
+def action_text(step: Step | None) -> str:
     """The action as the model wrote it (JSON), for history lines and the Reflector."""
-    import json
-
-    action = pending.get("action")
-    if action is None:
+    if step is None or step.action is None:
         return "(no valid action: the Worker's reply could not be parsed)"
-    return json.dumps(action, ensure_ascii=False)
+    return json.dumps(step.action, ensure_ascii=False)
 
 
 def manager_inputs(
     state: AgentState,
-    pending: dict[str, Any] | None,
+    step: Step | None,
     *,
     obs: Observation,
     mode: str,
     device_word: str,
     graph: GraphConfig,
 ) -> manager.ManagerInputs:
-    """``M_init`` inputs before the first plan, ``M_update`` inputs afterwards."""
+    """``M_init`` inputs before the first plan, ``M_update`` inputs afterwards (``step``: the step
+    just finished, whose action and verdict the update reports)."""
     screen = {"observation": mode, "ui_tree": tree_for(mode, obs)}
     if not state.get("planned"):
         return manager.ManagerInputs(
@@ -117,17 +117,17 @@ def manager_inputs(
         for h in history[-min(failures, HISTORY_KEEP) :]
         if not h["success"]
     ]
-    verdict = (pending or {}).get("verdict") or {"success": True, "feedback": ""}
+    verdict = step.verdict if step is not None else None
     return manager.ManagerInputs(
         task=state["task"],
         device_word=device_word,
         init=False,
         completed=state.get("completed", []),
         plan=state.get("plan", []),
-        last_action=action_text(pending or {}),
-        last_description=(pending or {}).get("description", ""),
-        last_outcome="Successful" if verdict["success"] else "Failed",
-        last_feedback=verdict["feedback"],
+        last_action=action_text(step),
+        last_description=step.description if step is not None else "",
+        last_outcome="Successful" if verdict is None or verdict.success else "Failed",
+        last_feedback=verdict.feedback if verdict is not None else "",
         notes=NoteStore.from_state(state.get("notes")).render(),
         stuck=failures >= graph.stuck_after and bool(attempts),
         stuck_attempts=attempts[-5:],
@@ -174,7 +174,7 @@ def worker_inputs(
 
 def reflector_inputs(
     state: AgentState,
-    pending: dict[str, Any],
+    step: Step,
     *,
     mode: str,
     device_word: str,
@@ -182,48 +182,50 @@ def reflector_inputs(
     screen_size: Any,
     device_report: str,
 ) -> reflector.ReflectorInputs:
-    """The Reflector's inputs; the before/after trees travel in ``pending`` (tree modes)."""
-    tree = mode != "screenshot"
+    """The Reflector's inputs; the before/after trees travel with the ``step`` (tree modes)."""
+    tree = shows_tree(mode)
     return reflector.ReflectorInputs(
         task=state["task"],
         device_word=device_word,
-        subgoal=pending.get("subgoal", ""),
-        completed=pending.get("completed", []),
+        subgoal=step.subgoal,
+        completed=step.completed,
         screen_note=worker.screen_note(worker_model.coords, screen_size, worker_model.budget, mode),
-        action=action_text(pending),
-        description=pending.get("description", ""),
+        action=action_text(step),
+        description=step.description,
         device_report=device_report,
         observation=mode,
-        ui_tree_before=pending.get("before_tree", "") if tree else "",
-        ui_tree_after=pending.get("after_tree", "") if tree else "",
+        ui_tree_before=step.before_tree if tree else "",
+        ui_tree_after=step.after_tree if tree else "",
     )
 
 
 def notetaker_inputs(
-    state: AgentState, pending: dict[str, Any], *, mode: str, device_word: str
+    state: AgentState, step: Step, *, mode: str, device_word: str
 ) -> notetaker.NotetakerInputs:
     """The Notetaker's inputs: the step's plan and subgoal, the notes so far, the after-screen."""
     return notetaker.NotetakerInputs(
         task=state["task"],
         device_word=device_word,
-        plan=pending.get("plan", []),
-        subgoal=pending.get("subgoal", ""),
+        plan=step.plan,
+        subgoal=step.subgoal,
         notes=NoteStore.from_state(state.get("notes")).render(),
         observation=mode,
-        ui_tree=pending.get("after_tree", "") if mode != "screenshot" else "",
+        ui_tree=step.after_tree if shows_tree(mode) else "",
     )
 
 
-def fold_history(state: AgentState, pending: dict[str, Any]) -> dict[str, Any]:
+def fold_history(state: AgentState, step: Step) -> dict[str, Any]:
     """A judged step folded into the bounded history and the consecutive-failure count."""
-    verdict = pending["verdict"]
+    verdict = step.verdict
+    if verdict is None:
+        raise ValueError(f"step {step.step} has no verdict to fold into the history")
     item = HistoryItem(
-        step=pending["step"],
-        action=action_text(pending),
-        description=pending.get("description", ""),
-        success=verdict["success"],
-        feedback=verdict["feedback"],
+        step=step.step,
+        action=action_text(step),
+        description=step.description,
+        success=verdict.success,
+        feedback=verdict.feedback,
     )
     history = [*state.get("history", []), item][-HISTORY_KEEP:]
-    failures = 0 if verdict["success"] else state.get("failures", 0) + 1
+    failures = 0 if verdict.success else state.get("failures", 0) + 1
     return {"history": history, "failures": failures}

@@ -17,25 +17,30 @@
   sequential model calls (Worker, Reflector, Manager), not four. ``stuck_after`` consecutive
   failures show the Manager the Potentially Stuck block; ``give_up_after`` more end the run.
 
-Nodes return partial state (plain data, checkpointed after every node); live objects come from
+Nodes return partial state (plain data and the typed :class:`~agent_runtime.graphs.state.Step` in
+progress, checkpointed after every node); live objects come from
 :class:`~agent_runtime.graphs.context.RunContext`. Events go to LangGraph's custom stream.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from concurrent.futures import Future
 from functools import partial
 from typing import Any, Literal
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime as GraphRuntime
 
-from agent_runtime.actions import parse_action, to_screen
+from agent_runtime.actions import to_screen
 from agent_runtime.alignment import screen_actions
+from agent_runtime.config import shows_tree
 from agent_runtime.events import (
     ActionExecuted,
     NotesEvent,
@@ -53,13 +58,14 @@ from agent_runtime.graphs.inputs import (
     tree_text,
     worker_inputs,
 )
-from agent_runtime.graphs.state import AgentState
+from agent_runtime.graphs.state import CHECKPOINT_TYPES, AgentState, Step
 from agent_runtime.graphs.steps import account, commit, observe, role_event
 from agent_runtime.role_outputs import NotetakerOutput
 from agent_runtime.roles import manager, notetaker, reflector, worker
 from agent_runtime.roles.caller import ImageInput, RoleResult
 from agent_runtime.roles.notes import NoteStore
 from agent_runtime.roles.rag import retrieve_knowledge
+from agent_runtime.traces import Verdict
 
 #: Actions that legitimately repeat (scrolling a long list, backing out of nested pages).
 _REPEAT_EXEMPT = {"swipe", "scroll"}
@@ -97,7 +103,7 @@ def plan_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         sections, call_step = manager.SECTIONS_INIT, -1
     else:
         sections = manager.SECTIONS_UPDATE
-        call_step = pending["step"] if pending else state.get("step", 0)
+        call_step = pending.step if pending is not None else state.get("step", 0)
     result = ctx.callers["manager"].call(
         inputs.model_dump(),
         manager.parse_manager,
@@ -120,10 +126,10 @@ def plan_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         update["plan"] = state.get("plan") or [state["task"]]
         update["completed"] = state.get("completed", [])
     step = state.get("step", 0)
-    if pending:
+    if pending is not None:
         commit(ctx, state, pending, manager_ms=result.latency_ms)
         update["pending"] = None
-        step = pending["step"] + 1
+        step = pending.step + 1
         update["step"] = step
     if finished:
         update.update(status="completed", success=True, reason="the Manager marked the plan Finished")
@@ -145,7 +151,7 @@ def act_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     inputs = worker_inputs(
         state, obs=obs, mode=mode, device_word=ctx.device_word, platform=ctx.platform, model=ctx.worker_model
     )
-    sees_tree = mode in ("ui_tree", "both")
+    sees_tree = shows_tree(mode)
     result = ctx.callers["worker"].call(
         inputs.model_dump(),
         partial(
@@ -156,39 +162,47 @@ def act_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         sections=worker.SECTIONS,
     )
     emit(role_event(step, "worker", result))
-    pending: dict[str, Any] = {
-        "step": step,
-        "subgoal": subgoal,
-        "plan": plan,
-        "completed": state.get("completed", []),
-        "before_screen": ref,
-        "t0": t0,
-        "timings": {"worker": result.latency_ms},
-        "critical_calls": result.attempts,
-    }
-    if ctx.any_tree:
+    pending = Step(
+        step=step,
+        subgoal=subgoal,
+        plan=plan,
+        completed=state.get("completed", []),
+        before_screen=ref,
         # The Reflector compares trees; keep the "before" one with the step (it survives a resume).
-        pending["before_tree"] = tree_text(obs)
-    update: dict[str, Any] = {"screen": ref, "pending": pending}
+        before_tree=tree_text(obs) if ctx.any_tree else "",
+        t0=t0,
+        timings={"worker": result.latency_ms},
+        critical_calls=result.attempts,
+    )
+    update: dict[str, Any] = {"screen": ref}
     if result.output is None:
-        feedback = f"the Worker's reply could not be parsed: {result.error}"
-        pending.update(format_failure=True, verdict={"outcome": "C", "success": False, "feedback": feedback})
-        emit(VerdictEvent(step=step, outcome="C", success=False, feedback=feedback))
-        update.update(account(ctx, state, pending))
+        verdict = Verdict.of("C", f"the Worker's reply could not be parsed: {result.error}")
+        pending = pending.model_copy(update={"format_failure": True, "verdict": verdict})
+        emit(VerdictEvent.of(step, verdict))
+        update.update(pending=pending, **account(ctx, state, pending))
         return update
     out = result.output
     action = out.action
-    pending.update(
-        thought=out.thought, description=out.description, action=out.raw_action or action.to_json()
+    pending = pending.model_copy(
+        update={
+            "thought": out.thought,
+            "description": out.description,
+            "action": out.raw_action or action.to_json(),
+        }
     )
     if action.action == "answer":
-        pending["action_screen"] = action.to_json()
-        update.update(status="completed", success=True, answer=action.text, reason="the Worker answered")
+        update.update(
+            pending=pending.model_copy(update={"action_screen": action}),
+            status="completed",
+            success=True,
+            answer=action.text,
+            reason="the Worker answered",
+        )
         return update
     if action.action == "terminate":
-        pending["action_screen"] = action.to_json()
         ok = action.status == "success"
         update.update(
+            pending=pending.model_copy(update={"action_screen": action}),
             status="completed" if ok else "failed",
             success=ok,
             reason=f"the Worker terminated with {action.status}",
@@ -200,6 +214,7 @@ def act_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     update.update(repeats=repeats, last_action_key=key)
     if repeats >= ctx.config.graph.repeat_limit:
         update.update(
+            pending=pending,
             status="gave_up",
             success=False,
             reason=f"stalemate: the Worker chose the same action {repeats} times in a row",
@@ -208,40 +223,46 @@ def act_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     if action.by_index:
         # ReachAgent's action alignment: the element's centre / central axis in screen pixels.
         executed = screen_actions(action, obs)
-        pending["action_screen"] = executed[-1].to_json()
+        screen: dict[str, Any] = {"action_screen": executed[-1]}
         if len(executed) > 1:
-            pending["screen_actions"] = [a.to_json() for a in executed]
+            screen["screen_actions"] = executed
     else:
-        pending["action_screen"] = to_screen(action, ctx.mapper(obs.size)).to_json()
+        screen = {"action_screen": to_screen(action, ctx.mapper(obs.size))}
+    update["pending"] = pending.model_copy(update=screen)
     return update
 
 
 def execute_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     """``S_{t+1} ← ExecuteOnDevice(A_t)``: the screen-pixel action, then a fresh observation."""
     ctx, emit = runtime.context, runtime.stream_writer
-    pending = dict(state["pending"] or {})
+    pending = _in_progress(state)
     start = time.perf_counter()
     # Usually one action; a "type" by element index is a focusing tap and then the typing.
-    for screen_action in pending.get("screen_actions") or [pending["action_screen"]]:
-        result = ctx.device.execute(parse_action(screen_action))
+    for action in pending.to_execute:
+        result = ctx.device.execute(action)
         if not result.ok:
             break
     executed = time.perf_counter()
     obs = ctx.device.observe()
     observed = time.perf_counter()
     ctx.add_device_ms((observed - start) * 1000)
-    ref = ctx.save_new_screen(pending["step"] + 1, obs.screenshot)
+    ref = ctx.save_new_screen(pending.step + 1, obs.screenshot)
     ctx.remember(ref, obs)
-    timings = dict(pending["timings"])
+    timings = dict(pending.timings)
     timings.update(execute=(executed - start) * 1000, observe=(observed - executed) * 1000)
-    pending.update(action_result=result.model_dump(mode="json"), after_screen=ref, timings=timings)
-    if ctx.any_tree:
-        pending["after_tree"] = tree_text(obs)
+    pending = pending.model_copy(
+        update={
+            "action_result": result,
+            "after_screen": ref,
+            "after_tree": tree_text(obs) if ctx.any_tree else "",
+            "timings": timings,
+        }
+    )
     emit(
         ActionExecuted(
-            step=pending["step"],
-            action=pending["action"],
-            action_screen=pending["action_screen"],
+            step=pending.step,
+            action=pending.action or {},
+            action_screen=pending.to_execute[-1].to_json(),
             ok=result.ok,
             message=result.error or result.message,
             duration_ms=round(timings["execute"], 2),
@@ -253,10 +274,13 @@ def execute_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
 def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     """``F_t ← R(I, S_t, S_{t+1}, A_t)`` with the Notetaker running beside it (kept on SUCCESS)."""
     ctx, emit = runtime.context, runtime.stream_writer
-    pending = dict(state["pending"] or {})
-    step = pending["step"]
-    before = ImageInput(ctx.png(pending["before_screen"]), pending["before_screen"])
-    after = ImageInput(ctx.png(pending["after_screen"]), pending["after_screen"])
+    pending = _in_progress(state)
+    step = pending.step
+    after_ref = pending.after_screen
+    if after_ref is None:
+        raise RuntimeError(f"step {step} reached the Reflector without an after-screen")
+    before = ImageInput(ctx.png(pending.before_screen), pending.before_screen)
+    after = ImageInput(ctx.png(after_ref), after_ref)
     notes = NoteStore.from_state(state.get("notes"))
     phase_start = time.perf_counter()
     future: Future[RoleResult[NotetakerOutput]] | None = None
@@ -272,15 +296,15 @@ def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
             sections=notetaker.SECTIONS,
             extra={"speculative": True},
         )
-    action_result = pending.get("action_result") or {}
-    device_ok = bool(action_result.get("ok", True))
-    device_report = (
-        "" if device_ok else f"the device reported a failure: {action_result.get('error') or 'unknown'}"
-    )
-    timings = dict(pending["timings"])
-    calls = pending.get("critical_calls", 0)
+    done = pending.action_result
+    device_ok = done is None or done.ok
+    device_report = ""
+    if done is not None and not done.ok:
+        device_report = f"the device reported a failure: {done.error or 'unknown'}"
+    timings = dict(pending.timings)
+    calls = pending.critical_calls
     if "reflector" in ctx.callers:
-        screen = ctx.cached(pending["after_screen"])
+        screen = ctx.cached(after_ref)
         size = screen.size if screen is not None else ctx.device.screen_size
         r_mode = ctx.mode("reflector")
         r_inputs = reflector_inputs(
@@ -304,18 +328,17 @@ def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         timings["reflect_model"] = result.latency_ms
         calls += result.attempts
         if result.output is not None:
-            outcome, feedback = result.output.outcome.value, result.output.error_description
+            verdict = result.output.verdict
         else:
-            outcome, feedback = "C", f"the Reflector's reply could not be parsed: {result.error}"
+            verdict = Verdict.of("C", f"the Reflector's reply could not be parsed: {result.error}")
     else:
-        outcome, feedback = ("A", "") if device_ok else ("C", device_report)
-    if not device_ok and outcome == "A":
+        verdict = Verdict.of("A") if device_ok else Verdict.of("C", device_report)
+    if not device_ok and verdict.success:
         # A failure the device itself detected is never recorded as success.
-        outcome, feedback = "C", "; ".join(p for p in (device_report, feedback) if p)
-    success = outcome == "A"
+        verdict = Verdict.of("C", "; ".join(p for p in (device_report, verdict.feedback) if p))
     update: dict[str, Any] = {}
     if future is not None:
-        if success:
+        if verdict.success:
             wait_start = time.perf_counter()
             n = future.result()
             waited_ms = (time.perf_counter() - wait_start) * 1000
@@ -331,12 +354,8 @@ def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         else:
             emit(NotesEvent(step=step, notes=notes.render(), used=False))
     timings["reflect_phase"] = (time.perf_counter() - phase_start) * 1000
-    pending.update(
-        verdict={"outcome": outcome, "success": success, "feedback": feedback},
-        timings=timings,
-        critical_calls=calls,
-    )
-    emit(VerdictEvent(step=step, outcome=outcome, success=success, feedback=feedback))
+    pending = pending.model_copy(update={"verdict": verdict, "timings": timings, "critical_calls": calls})
+    emit(VerdictEvent.of(step, verdict))
     update["pending"] = pending
     update.update(account(ctx, state, pending))
     return update
@@ -345,10 +364,18 @@ def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
 def finish_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     """Commit a step the run ended on (answer, terminate, stalemate) that no plan update follows."""
     pending = state.get("pending")
-    if not pending:
+    if pending is None:
         return {}
     commit(runtime.context, state, pending)
-    return {"pending": None, "step": pending["step"] + 1}
+    return {"pending": None, "step": pending.step + 1}
+
+
+def _in_progress(state: AgentState) -> Step:
+    """The step the execute and reflect nodes work on (act always leaves one)."""
+    pending = state.get("pending")
+    if pending is None:
+        raise RuntimeError("no step in progress")
+    return pending
 
 
 # -- routers --------------------------------------------------------------------------------------
@@ -360,15 +387,22 @@ def route_after_act(state: AgentState) -> Literal["execute", "plan", "finish"]:
     if state.get("status"):
         return "finish"
     pending = state.get("pending")
-    if not pending:
+    if pending is None:
         raise RuntimeError("act finished without a pending step")
-    if pending.get("format_failure"):
+    if pending.format_failure:
         return "plan"
     return "execute"
 
 
 def route_after_reflect(state: AgentState) -> Literal["plan", "finish"]:
     return "finish" if state.get("status") else "plan"
+
+
+def sqlite_checkpointer(conn: sqlite3.Connection) -> SqliteSaver:
+    """The SQLite checkpointer a resumable run uses: it rebuilds the state's :class:`Step`
+    (:data:`CHECKPOINT_TYPES`) and otherwise only the types LangGraph itself deems safe — and,
+    unlike its permissive default, without warning about "unregistered" types on resume."""
+    return SqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES))
 
 
 def build_graph(

@@ -1,15 +1,23 @@
 """The checkpointed state of a Mobile-Agent-v3 run.
 
-Everything here is plain JSON-like data, so LangGraph's SQLite checkpointer can store it and a
-killed run can resume in a new process. Observations are *not* state: the state holds screen refs
-(``screens/0003.png`` in the run directory); the live :class:`~agent_runtime.observation.Observation`
-objects sit in the run context's cache, and after a resume the device is simply observed again.
-Every node returns a partial update; no channel has a reducer, the last write wins.
+Everything here is plain data — JSON-like values plus the one typed :class:`Step` in progress —
+so LangGraph's SQLite checkpointer can store it and a killed run can resume in a new process
+(:data:`CHECKPOINT_TYPES` is what the checkpointer is allowed to rebuild). Observations are *not*
+state: the state holds screen refs (``screens/0003.png`` in the run directory); the live
+:class:`~agent_runtime.observation.Observation` objects sit in the run context's cache, and after
+a resume the device is simply observed again. Every node returns a partial update; no channel has
+a reducer, the last write wins.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_runtime.actions import Action, ActionResult
+from agent_runtime.traces import StepRecord, Verdict
 
 #: How a run can end (the subset of :data:`agent_runtime.traces.RunStatus` the graph decides).
 EndStatus = Literal["completed", "failed", "gave_up", "max_steps"]
@@ -24,6 +32,79 @@ class HistoryItem(TypedDict):
     description: str
     success: bool
     feedback: str
+
+
+class Step(BaseModel):
+    """The step in progress: filled by act → execute → reflect, committed by plan or finish.
+
+    Immutable: a node hands on ``step.model_copy(update=...)``, never changes the checkpointed
+    one. Fields the step record also has keep its names (:meth:`record` writes it).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int
+    subgoal: str = ""
+    plan: list[str] = Field(default_factory=list)
+    completed: list[str] = Field(default_factory=list)
+    thought: str = ""
+    description: str = ""
+    before_screen: str
+    after_screen: str | None = None
+    before_tree: str = Field("", description="the indexed UI tree before the action (tree modes)")
+    after_tree: str = Field("", description="the indexed UI tree after the action (tree modes)")
+    action: dict[str, Any] | None = Field(
+        None, description="the action JSON exactly as the model wrote it; None: no valid action"
+    )
+    action_screen: Action | None = Field(None, description="the action as executed, in screen pixels")
+    screen_actions: list[Action] = Field(
+        default_factory=list,
+        description="every action executed when there are several (a type by index: tap, then type)",
+    )
+    action_result: ActionResult | None = None
+    verdict: Verdict | None = None
+    format_failure: bool = Field(False, description="the Worker never produced a parseable action")
+    t0: float = Field(default_factory=time.time, description="wall clock when the step began")
+    timings: dict[str, float] = Field(default_factory=dict, description="milliseconds, per part")
+    critical_calls: int = Field(0, description="model calls on the critical path so far (re-asks too)")
+
+    @property
+    def to_execute(self) -> list[Action]:
+        """The screen-pixel actions to run, in order."""
+        if self.screen_actions:
+            return self.screen_actions
+        if self.action_screen is None:
+            raise ValueError(f"step {self.step} has no action to execute")
+        return [self.action_screen]
+
+    def record(self, *, notes: str, timings_ms: dict[str, float]) -> StepRecord:
+        """The step's line in steps.jsonl (actions and results in their JSON form)."""
+        screen, result = self.action_screen, self.action_result
+        # A "type" by element index ran as a focusing tap plus the typing: record both.
+        extra = {"screen_actions": [a.to_json() for a in self.screen_actions]} if self.screen_actions else {}
+        return StepRecord(
+            step=self.step,
+            subgoal=self.subgoal,
+            plan=self.plan,
+            completed=self.completed,
+            thought=self.thought,
+            description=self.description,
+            before_screen=self.before_screen,
+            after_screen=self.after_screen,
+            action=self.action,
+            action_screen=screen.to_json() if screen is not None else None,
+            action_result=result.model_dump(mode="json") if result is not None else None,
+            verdict=self.verdict,
+            notes=notes,
+            format_failure=self.format_failure,
+            timings_ms=timings_ms,
+            **extra,
+        )
+
+
+#: The classes the checkpointer may rebuild from a checkpoint (module, name): the state's only
+#: non-JSON value is the :class:`Step`, whose nested actions and verdict travel as plain data.
+CHECKPOINT_TYPES = ((Step.__module__, Step.__name__),)
 
 
 class AgentState(TypedDict, total=False):
@@ -57,7 +138,7 @@ class AgentState(TypedDict, total=False):
     """How many times in a row the Worker chose the same (non-exempt) action."""
     last_action_key: str
     """Canonical JSON of the last action, for repeat detection."""
-    pending: dict[str, Any] | None
+    pending: Step | None
     """The step in progress: filled by act → execute → reflect, committed by plan or finish."""
     status: EndStatus | None
     """Set by the node that ends the run."""

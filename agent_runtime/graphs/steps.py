@@ -11,11 +11,10 @@ from typing import Any
 from agent_runtime.events import RoleOutputEvent
 from agent_runtime.graphs.context import RunContext
 from agent_runtime.graphs.inputs import HISTORY_KEEP, action_text, fold_history
-from agent_runtime.graphs.state import AgentState
+from agent_runtime.graphs.state import AgentState, Step
 from agent_runtime.observation import Observation
 from agent_runtime.roles.caller import RoleResult
 from agent_runtime.roles.notes import NoteStore
-from agent_runtime.traces import StepRecord, Verdict
 
 __all__ = ["HISTORY_KEEP", "account", "action_text", "commit", "observe", "role_event"]
 
@@ -45,9 +44,9 @@ def role_event(step: int, role: str, result: RoleResult[Any]) -> RoleOutputEvent
     )
 
 
-def account(ctx: RunContext, state: AgentState, pending: dict[str, Any]) -> dict[str, Any]:
+def account(ctx: RunContext, state: AgentState, step: Step) -> dict[str, Any]:
     """Fold a judged step into history and the failure count; end the run on a stalemate."""
-    update = fold_history(state, pending)
+    update = fold_history(state, step)
     failures = update["failures"]
     graph = ctx.config.graph
     if failures >= graph.stuck_after + graph.give_up_after:
@@ -59,37 +58,16 @@ def account(ctx: RunContext, state: AgentState, pending: dict[str, Any]) -> dict
     return update
 
 
-def commit(ctx: RunContext, state: AgentState, pending: dict[str, Any], manager_ms: float = 0.0) -> None:
+def commit(ctx: RunContext, state: AgentState, step: Step, manager_ms: float = 0.0) -> None:
     """Write the finished step to steps.jsonl with its measured critical path."""
-    t = dict(pending.get("timings", {}))
+    t = dict(step.timings)
     if manager_ms:
         t["manager"] = manager_ms
-    t["critical_path"] = (time.time() - pending["t0"]) * 1000
+    t["critical_path"] = (time.time() - step.t0) * 1000
     device = t.get("execute", 0.0) + t.get("observe", 0.0)
     model = t.get("worker", 0.0) + t.get("reflect_model", 0.0) + t.get("manager", 0.0)
     t["model_critical"] = model
     t["overhead"] = max(0.0, t["critical_path"] - model - device)
-    t["critical_calls"] = float(pending.get("critical_calls", 0) + (1 if manager_ms else 0))
-    verdict = pending.get("verdict")
-    # A "type" by element index ran as a focusing tap plus the typing: record both.
-    extra = {"screen_actions": pending["screen_actions"]} if pending.get("screen_actions") else {}
-    ctx.write_step(
-        StepRecord(
-            step=pending["step"],
-            subgoal=pending.get("subgoal", ""),
-            plan=pending.get("plan", []),
-            completed=pending.get("completed", []),
-            thought=pending.get("thought", ""),
-            description=pending.get("description", ""),
-            before_screen=pending.get("before_screen"),
-            after_screen=pending.get("after_screen"),
-            action=pending.get("action"),
-            action_screen=pending.get("action_screen"),
-            action_result=pending.get("action_result"),
-            verdict=Verdict(**verdict) if verdict else None,
-            notes=NoteStore.from_state(state.get("notes")).render(),
-            format_failure=pending.get("format_failure", False),
-            timings_ms={k: round(v, 3) for k, v in t.items()},
-            **extra,
-        )
-    )
+    t["critical_calls"] = float(step.critical_calls + (1 if manager_ms else 0))
+    notes = NoteStore.from_state(state.get("notes")).render()
+    ctx.write_step(step.record(notes=notes, timings_ms={k: round(v, 3) for k, v in t.items()}))

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from agent_runtime.actions import parse_action
 from agent_runtime.alignment import check_index
+from agent_runtime.config import shows_screenshot, shows_tree
 from agent_runtime.coords import CoordSpace, ImageBudget, Size
 from agent_runtime.errors import ActionParseError, ParseError
 from agent_runtime.jsonish import extract_json_object
@@ -186,7 +187,7 @@ def action_specs(platform: str, observation: str = "screenshot") -> list[ActionS
     forms of click, long_press, swipe and type.
     """
     names = PLATFORM_ACTIONS.get(platform, PLATFORM_ACTIONS["mobile"])
-    by_index = observation in ("ui_tree", "both")
+    by_index = shows_tree(observation)
     return [_INDEX_SPECS[n] if by_index and n in _INDEX_SPECS else _SPECS[n] for n in names]
 
 
@@ -205,7 +206,7 @@ def screen_note(space: CoordSpace, screen: Size, budget: ImageBudget, observatio
     A role that reads only the UI tree names elements by index and is told the screen size the
     tree's bounds are in.
     """
-    if observation == "ui_tree":
+    if not shows_screenshot(observation):
         return _TREE_NOTE.format(w=screen.width, h=screen.height)
     match space:
         case CoordSpace.PIXELS:
