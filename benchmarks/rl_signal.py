@@ -69,9 +69,9 @@ def evaluate(model_ref: str, args: argparse.Namespace, runs_dir: Path, split: st
 
     from agent_runtime.evaluation import wilson_interval
     from agent_runtime.models.engine import TransformersEngine
+    from agent_runtime.models.refs import resolve_model_ref
     from agent_runtime.simphone.tasks import select
     from agent_runtime.simphone.tasks.registry import task_instances
-    from agent_runtime.trainers.artifacts import resolve_model_ref
     from agent_runtime.trainers.online.policy import InProcessPolicy
     from agent_runtime.trainers.online.rollouts import LocalRollouts, RolloutRequest, RolloutWorker
 
@@ -191,7 +191,7 @@ def run_phase(name: str, args: argparse.Namespace, root: Path) -> dict[str, Any]
     success of its result). Phases are independent, so ``--jobs`` runs them in parallel processes."""
     if name == "before":
         return evaluate(args.base, args, root / "eval-before")
-    from agent_runtime.trainers.artifacts import resolve_model_ref
+    from agent_runtime.models.refs import resolve_model_ref
 
     ablation = {"spa": True, "dapr": True, "fcf": True}
     if name in ABLATIONS:

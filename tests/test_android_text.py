@@ -1,4 +1,4 @@
-"""Typing command lines (android_text), key names (android_keys) and app names (android_apps).
+"""Typing command lines (android_text), key names (agent_runtime.android_keys) and app names (android_apps).
 
 The oracle for ``input text`` is a port of Android's own ``Input.sendText`` escape handling
 (``%s`` → space), and ``shlex.split`` plays the device shell: a command line is safe when the
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from agent_runtime.devices.android import text as tx
 from agent_runtime.devices.android.apps import resolve_app, suggest
-from agent_runtime.devices.android.keys import keycode_for
+from agent_runtime.devices.android.device import keyevent_arg
 
 
 def android_send_text(arg: str) -> str:
@@ -86,7 +86,7 @@ def test_clear_is_one_keyevent_command() -> None:
 
 
 def test_key_names() -> None:
-    assert [keycode_for(k) for k in ("Back", "HOME", "enter", "Delete", "app switch", "5")] == [
+    assert [keyevent_arg(k) for k in ("Back", "HOME", "enter", "Delete", "app switch", "5")] == [
         4,
         3,
         66,
@@ -94,10 +94,11 @@ def test_key_names() -> None:
         187,
         5,
     ]
-    assert keycode_for("a") == "KEYCODE_A"
-    assert keycode_for("KEYCODE_DPAD_UP") == "KEYCODE_DPAD_UP"
+    assert keyevent_arg("a") == 29  # KEYCODE_A
+    assert keyevent_arg("KEYCODE_DPAD_UP") == 19
+    assert keyevent_arg("keycode_media_record") == "KEYCODE_MEDIA_RECORD"  # not in our table: the phone's
     for bad in ("$(reboot)", "back; reboot", "999", ""):
-        assert keycode_for(bad) is None
+        assert keyevent_arg(bad) is None
 
 
 def test_app_names_resolve_by_table_package_and_fuzzy_words() -> None:

@@ -8,7 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from agent_runtime.cli import app
-from agent_runtime.trainers.artifacts import read_manifest, resolve_model_ref
+from agent_runtime.models.refs import resolve_model_ref
+from agent_runtime.trainers.artifacts import read_manifest
 from agent_runtime.trainers.critics.labels import StepCriticLabel, append_step_labels
 from tests.test_filters import write_run
 from tests.test_trainers import one_torch_thread  # noqa: F401  (autouse)

@@ -19,7 +19,8 @@ from agent_runtime.cli import app
 from agent_runtime.config import ModelConfig
 from agent_runtime.errors import TrainingError
 from agent_runtime.models import make_chat_model
-from agent_runtime.trainers.artifacts import TEXT_MODEL_LORA_TARGETS, read_manifest, resolve_model_ref
+from agent_runtime.models.refs import resolve_model_ref
+from agent_runtime.trainers.artifacts import TEXT_MODEL_LORA_TARGETS, read_manifest
 from agent_runtime.trainers.data.datasets import build_sft_dataset
 from agent_runtime.trainers.data.samples import collect_samples
 from agent_runtime.trainers.demos.traces import DemoOptions, write_demos

@@ -8,11 +8,10 @@ import pytest
 from pydantic import ValidationError
 
 from agent_runtime.errors import ParseError
+from agent_runtime.trainers.data.matching import ForesightAction, foresight_match
 from agent_runtime.trainers.hi_agent.grpo_config import GRPOConfig
 from agent_runtime.trainers.hi_agent.grpo_rewards import (
-    ForesightAction,
     action_match_reward,
-    actions_match,
     foresight_reward_funcs,
     format_reward,
     make_env_reward,
@@ -44,27 +43,27 @@ def test_format_reward_accepts_only_the_two_blocks() -> None:
     assert parse_subgoal(GOOD) == "tap Chrome"
 
 
-def test_actions_match_by_hand() -> None:
+def test_foresight_match_by_hand() -> None:
     """ε = 0.002: (0.2512, 0.5009) is √(0.0012² + 0.0009²) = 0.0015 from (0.25, 0.5): match;
     (0.2516, 0.5013) is √(0.0016² + 0.0013²) = √4.25e−6 = 0.00206: no match.
     A swipe also compares the lift point; a point-free action matches on its type."""
     oracle = ForesightAction.coerce(SOLUTION)
-    assert actions_match(ForesightAction(action_type="click", touch_point=(0.2512, 0.5009)), oracle)
-    assert not actions_match(ForesightAction(action_type="click", touch_point=(0.2516, 0.5013)), oracle)
-    assert not actions_match(ForesightAction(action_type="long_press", touch_point=(0.25, 0.5)), oracle)
-    assert actions_match(
+    assert foresight_match(ForesightAction(action_type="click", touch_point=(0.2512, 0.5009)), oracle)
+    assert not foresight_match(ForesightAction(action_type="click", touch_point=(0.2516, 0.5013)), oracle)
+    assert not foresight_match(ForesightAction(action_type="long_press", touch_point=(0.25, 0.5)), oracle)
+    assert foresight_match(
         ForesightAction(action_type="click", touch_point=(0.2516, 0.5013)), oracle, epsilon=0.01
     )
     swipe = ForesightAction(action_type="swipe", touch_point=(0.5, 0.8), lift_point=(0.5, 0.2))
-    assert not actions_match(
+    assert not foresight_match(
         ForesightAction(action_type="swipe", touch_point=(0.5, 0.8), lift_point=(0.5, 0.5)), swipe
     )
-    assert actions_match(
+    assert foresight_match(
         ForesightAction(action_type="swipe", touch_point=(0.5, 0.8), lift_point=(0.5, 0.2)), swipe
     )
-    assert not actions_match(ForesightAction(action_type="swipe", touch_point=(0.5, 0.8)), swipe)
+    assert not foresight_match(ForesightAction(action_type="swipe", touch_point=(0.5, 0.8)), swipe)
     back = ForesightAction.coerce({"action": "system_button", "button": "Back"})
-    assert actions_match(back, ForesightAction(action_type="SYSTEM-BUTTON"))
+    assert foresight_match(back, ForesightAction(action_type="SYSTEM-BUTTON"))
 
 
 def test_coerce_normalises_pixels_and_rejects_garbage() -> None:

@@ -5,15 +5,12 @@ Every expected number is worked out by hand in the test's docstring or comments.
 
 from __future__ import annotations
 
-import doctest
 import math
 import random
 import statistics
 
 import pytest
 
-from agent_runtime.trainers.hi_agent import grpo_rewards
-from agent_runtime.trainers.online import advantages, rewards
 from agent_runtime.trainers.online.advantages import (
     RunningStats,
     dgrpo_advantages,
@@ -23,13 +20,6 @@ from agent_runtime.trainers.online.advantages import (
     trpo_advantages,
 )
 from agent_runtime.trainers.online.rewards import spa_rewards, task_reward
-
-
-@pytest.mark.parametrize("module", [rewards, advantages, grpo_rewards])
-def test_doctests(module) -> None:
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
-
 
 # -- TRPO R(τ) ----------------------------------------------------------------------------------
 

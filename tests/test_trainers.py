@@ -238,7 +238,7 @@ def sft_config(base: Path, out: Path, **kw):
 def test_sft_two_steps_then_the_adapter_loads_and_generates(simphone_runs, tiny_vlm_dir, tmp_path):
     from agent_runtime.models.engine import TransformersEngine
     from agent_runtime.models.protocol import ChatCompletionRequest
-    from agent_runtime.trainers.artifacts import resolve_model_ref
+    from agent_runtime.models.refs import resolve_model_ref
     from agent_runtime.trainers.data.datasets import build_sft_dataset
     from agent_runtime.trainers.sft_trainer import train_sft
 

@@ -25,7 +25,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackMana
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
 from langchain_core.messages.ai import UsageMetadata
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.outputs import ChatGeneration, ChatResult, Generation
 from pydantic import Field
 
 from agent_runtime.errors import ModelError
@@ -179,8 +179,18 @@ class OpenAIShapedChatModel(BaseChatModel):
     def sample(self, messages: LanguageModelInput, n: int, **kwargs: Any) -> list[AIMessage]:
         """``n`` completions of one prompt in one request (GRPO-style group sampling)."""
         result = self.generate([self._convert_input(messages).to_messages()], n=n, **kwargs)
-        return [g.message for g in result.generations[0]]  # type: ignore[attr-defined]
+        return _ai_messages(result.generations[0])
 
     async def asample(self, messages: LanguageModelInput, n: int, **kwargs: Any) -> list[AIMessage]:
         result = await self.agenerate([self._convert_input(messages).to_messages()], n=n, **kwargs)
-        return [g.message for g in result.generations[0]]  # type: ignore[attr-defined]
+        return _ai_messages(result.generations[0])
+
+
+def _ai_messages(generations: Sequence[Generation]) -> list[AIMessage]:
+    """The replies of one prompt's generations (a chat model's are ``ChatGeneration``s of AI messages)."""
+    messages = []
+    for g in generations:
+        if not isinstance(g, ChatGeneration) or not isinstance(g.message, AIMessage):
+            raise ModelError(f"expected a chat generation with an AI message, got {type(g).__name__}")
+        messages.append(g.message)
+    return messages

@@ -203,6 +203,8 @@ class TransformersEngine:
         if req.stream:
             raise BadRequest("stream=true is not supported by this server; send stream=false")
         adapter = self._select(req.model)
+        messages: list[dict[str, Any]]
+        images: list[Any]
         if self.text_only:
             messages, images = to_text_messages(req.messages, self.served_name), []
         else:
@@ -275,7 +277,7 @@ class TransformersEngine:
         """One choice from a generated row; ``token_ids`` is always filled (callers may drop it)."""
         end = next((k for k, t in enumerate(row) if t in self._end_ids), None)
         ids = row if end is None else row[: end + 1]  # the end token counts, as in vLLM
-        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        text = self._decode(ids, skip_special_tokens=True)
         finish = "stop" if end is not None else "length"
         for stop in req.stop_list:
             cut = text.find(stop)
@@ -297,21 +299,26 @@ class TransformersEngine:
             token_ids=ids,
         )
 
+    def _decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        """The text of one sequence (``decode`` is typed for a batch too; one list gives one str)."""
+        text = self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+        if not isinstance(text, str):
+            raise TypeError(f"tokenizer.decode returned {type(text).__name__} for one sequence")
+        return text
+
     def _token_bytes(self, tid: int) -> list[int]:
         """The raw bytes of a token: byte-level BPE tokens can hold half a UTF-8 character."""
         piece = self.tokenizer.convert_ids_to_tokens(tid)
         if piece and all(ch in _BYTE_OF for ch in piece):
             return [_BYTE_OF[ch] for ch in piece]
-        return list(self.tokenizer.decode([tid]).encode("utf-8"))
+        return list(self._decode([tid]).encode("utf-8"))
 
     def _token_logprob(self, step_logits: torch.Tensor, token: int, top: int) -> TokenLogprob:
         """The log-probability of ``token`` under the model's raw distribution (vLLM's default)."""
         lp = torch.log_softmax(step_logits.float(), dim=-1)
 
         def entry(tid: int) -> TopLogprob:
-            return TopLogprob(
-                token=self.tokenizer.decode([tid]), logprob=float(lp[tid]), bytes=self._token_bytes(tid)
-            )
+            return TopLogprob(token=self._decode([tid]), logprob=float(lp[tid]), bytes=self._token_bytes(tid))
 
         tops = [entry(int(t)) for t in torch.topk(lp, top).indices] if top else []
         first = entry(token)

@@ -40,8 +40,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agent_runtime.errors import ConfigError, DependencyError, ModelError
+from agent_runtime.models.refs import GGUF_PREFIX, TRANSFORMERS_PREFIX
 
-PREFIX = "gguf:"
 #: Bump when the layout of a cached directory changes, so old copies are not reused.
 CACHE_FORMAT = 1
 SOURCE_FILE = "gguf-source.json"
@@ -117,14 +117,16 @@ def find_gguf(spec: str) -> Path:
 
 def resolve(spec: str) -> GGUFSource:
     """Where ``spec`` (with or without ``gguf:``) points and where its converted copy lives."""
-    text = spec.removeprefix(PREFIX)
+    text = spec.removeprefix(GGUF_PREFIX)
     file = find_gguf(text)
     is_package = not Path(text).expanduser().exists()
     name = text if is_package else file.stem
     stat = file.stat()
     key = hashlib.sha256(f"{CACHE_FORMAT}\0{file}\0{stat.st_size}\0{stat.st_mtime_ns}".encode()).hexdigest()
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-") or "model"
-    return GGUFSource(spec=PREFIX + text, name=name, file=file, cache_dir=cache_root() / f"{safe}-{key[:12]}")
+    return GGUFSource(
+        spec=GGUF_PREFIX + text, name=name, file=file, cache_dir=cache_root() / f"{safe}-{key[:12]}"
+    )
 
 
 def _check_dependencies() -> None:
@@ -161,7 +163,9 @@ def convert(source: GGUFSource) -> float:
             ) from exc
         # transformers marks a GGUF-loaded model as quantized, and save_pretrained then refuses
         # (or writes a quantization_config no loader can honour); the weights are plain floats.
-        model.hf_quantizer = None
+        # (from_pretrained sets hf_quantizer but PreTrainedModel does not declare it, and torch
+        # types Module.__setattr__ for tensors and modules only)
+        model.hf_quantizer = None  # type: ignore[assignment]
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         info = {
@@ -207,14 +211,14 @@ def resolve_model_dir(spec: str | Path) -> Path:
     bare path are that directory. Trainers and scripts call this before ``from_pretrained``.
     """
     text = str(spec)
-    if text.startswith(PREFIX):
+    if text.startswith(GGUF_PREFIX):
         return gguf_model_dir(text)
-    return Path(text.removeprefix("transformers:")).expanduser()
+    return Path(text.removeprefix(TRANSFORMERS_PREFIX)).expanduser()
 
 
 def default_served_name(spec: str | Path) -> str:
     """The default model id for a reference: the package or file name, else the directory name."""
     text = str(spec)
-    if text.startswith(PREFIX):
+    if text.startswith(GGUF_PREFIX):
         return resolve(text).name
-    return Path(text.removeprefix("transformers:")).expanduser().name
+    return Path(text.removeprefix(TRANSFORMERS_PREFIX)).expanduser().name

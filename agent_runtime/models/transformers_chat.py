@@ -21,14 +21,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, PrivateAttr, ValidationError
 
 from agent_runtime.config import ModelConfig
-from agent_runtime.errors import ConfigError, DependencyError, ModelError
+from agent_runtime.errors import ConfigError, DependencyError, ModelError, TrainingError
 from agent_runtime.models.base import OpenAIShapedChatModel
+from agent_runtime.models.refs import GGUF_PREFIX, MANIFEST, TRANSFORMERS_PREFIX, resolve_model_ref
 
 if TYPE_CHECKING:
     from agent_runtime.models.engine import TransformersEngine
 
-PREFIX = "transformers:"
-GGUF_PREFIX = "gguf:"
 _engines: dict[tuple[str, str | None, str], TransformersEngine] = {}
 _engines_lock = threading.Lock()
 
@@ -54,19 +53,11 @@ def shared_engine(
 def _base_and_adapter(path: str) -> tuple[str, str | None]:
     """``BASE?adapter=DIR`` and ``distill`` outputs → (base dir, adapter dir or None).
 
-    The reference format is defined with distill's manifests
-    (:func:`agent_runtime.trainers.artifacts.resolve_model_ref`); plain directories pass through
-    untouched, so no trainer code is imported for them.
+    The reference format is :func:`~agent_runtime.models.refs.resolve_model_ref`'s; plain
+    directories pass through untouched: they are checked when the engine loads them.
     """
-    if (
-        "?" not in path
-        and not (Path(path).expanduser() / "manifest.json").is_file()
-        and not path.endswith("manifest.json")
-    ):
+    if "?" not in path and not (Path(path).expanduser() / MANIFEST).is_file() and not path.endswith(MANIFEST):
         return path, None
-    from agent_runtime.errors import TrainingError
-    from agent_runtime.trainers.artifacts import resolve_model_ref
-
     try:
         resolved = resolve_model_ref(path)
     except TrainingError as exc:
@@ -109,8 +100,8 @@ class TransformersChatModel(OpenAIShapedChatModel):
         if cfg.model.startswith(GGUF_PREFIX):
             # Resolved (and converted) on first use, like a directory is loaded.
             path, adapter = _gguf_and_adapter(cfg.model)
-        elif cfg.model.startswith(PREFIX):
-            path = cfg.model.removeprefix(PREFIX)
+        elif cfg.model.startswith(TRANSFORMERS_PREFIX):
+            path = cfg.model.removeprefix(TRANSFORMERS_PREFIX)
             if not path:
                 raise ConfigError(
                     "model = 'transformers:' needs a path", hint="model = 'transformers:/path/to/model'"

@@ -24,6 +24,7 @@ from agent_runtime.actions import (
     Type,
     Wait,
 )
+from agent_runtime.android_keys import BUTTONS, ENTER, key_for
 from agent_runtime.simphone.apps.launcher import LAUNCHER_PACKAGE
 from agent_runtime.simphone.ui.view import View
 
@@ -50,20 +51,6 @@ APP_ALIASES = {
     "expense tracker": "com.simphone.expenses",
     "home": "com.android.launcher3",
     "launcher": "com.android.launcher3",
-}
-
-#: Named keys (mobile ``key`` action) → Android key codes.
-KEY_NAMES = {
-    "enter": 66,
-    "return": 66,
-    "back": 4,
-    "home": 3,
-    "menu": 82,
-    "del": 67,
-    "delete": 67,
-    "backspace": 67,
-    "space": 62,
-    "tab": 61,
 }
 
 _SCROLL_NOTCH_FRACTION = 0.12  # one wheel notch scrolls ~12% of the screen height
@@ -104,15 +91,6 @@ def resolve_app(phone: SimPhone, name: str) -> tuple[str | None, list[str]]:
     return None, [display[s] for s in suggestions]
 
 
-def key_code(name: str) -> int | None:
-    text = name.strip().lower().removeprefix("keycode_")
-    if text in KEY_NAMES:
-        return KEY_NAMES[text]
-    if text.isdigit():
-        return int(text)
-    return None
-
-
 def execute_action(phone: SimPhone, action: Action) -> ActionResult:
     w, h = phone.screen_size
     match action:
@@ -141,26 +119,25 @@ def execute_action(phone: SimPhone, action: Action) -> ActionResult:
                 phone.clear_text()
             phone.input_text(text)
             if enter:
-                phone.key(66)
+                phone.key(ENTER)
             return ActionResult.success(f"typed {text!r}" + (" and pressed Enter" if enter else ""))
         case Key(keys=keys):
             if len(keys) != 1:
                 return ActionResult.failure(
                     f"key combinations ({'+'.join(keys)}) are not supported on a phone; press one key"
                 )
-            code = key_code(keys[0])
+            if len(keys[0]) == 1:  # a character key types that character, in the case written
+                phone.input_text(keys[0])
+                return ActionResult.success(f"typed {keys[0]!r}")
+            code = key_for(keys[0])
             if code is None:
-                if len(keys[0]) == 1:
-                    phone.input_text(keys[0])
-                    return ActionResult.success(f"typed {keys[0]!r}")
                 return ActionResult.failure(
-                    f"unknown key {keys[0]!r}; use one of: {', '.join(sorted(KEY_NAMES))}"
+                    f"unknown key {keys[0]!r}; use a key name such as back, home, enter, del, tab or space"
                 )
             phone.key(code)
             return ActionResult.success(f"pressed key {keys[0]}")
         case SystemButton(button=button):
-            codes = {"Back": 4, "Home": 3, "Menu": 82, "Enter": 66}
-            phone.key(codes[button])
+            phone.key(BUTTONS[button])
             return ActionResult.success(f"pressed {button}")
         case OpenApp(text=name):
             package, close = resolve_app(phone, name)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from agent_runtime import android_keys
 from agent_runtime.actions import Action, ActionResult
 from agent_runtime.coords import Size
 from agent_runtime.device import Device, DeviceInfo
@@ -40,20 +41,6 @@ from agent_runtime.simphone.ui.theme import Theme, make_theme
 from agent_runtime.simphone.ui.uixml import to_xml
 from agent_runtime.simphone.ui.view import View, find, hit, layout
 
-KEYCODE_HOME, KEYCODE_BACK, KEYCODE_MENU, KEYCODE_ENTER, KEYCODE_DEL = 3, 4, 82, 66, 67
-#: Key codes that type a character (adb ``input keyevent KEYCODE_A`` etc.).
-_CHAR_KEYS = {
-    **{7 + i: str(i) for i in range(10)},
-    **{29 + i: chr(ord("a") + i) for i in range(26)},
-    55: ",",
-    56: ".",
-    62: " ",
-    69: "-",
-    70: "=",
-    76: "/",
-    77: "@",
-    81: "+",
-}
 _UNTYPABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
 _TOUCH_SLOP_DP = 8
 _LONG_PRESS_MS = 500
@@ -390,18 +377,18 @@ class SimPhone(Device):
     def key(self, code: int) -> None:
         with self._session():
             self._toast = None
-            if code == KEYCODE_HOME:
+            if code == android_keys.HOME:
                 self.home()
-            elif code == KEYCODE_BACK:
+            elif code == android_keys.BACK:
                 self.back()
-            elif code == KEYCODE_ENTER:
+            elif code == android_keys.ENTER:
                 self._enter()
-            elif code == KEYCODE_DEL:
+            elif code == android_keys.DEL:
                 owner = self._owner()
                 if owner.focus is not None:
                     owner.fields[owner.focus] = owner.fields.get(owner.focus, "")[:-1]
-            elif code in _CHAR_KEYS:
-                self.input_text(_CHAR_KEYS[code])
+            elif code in android_keys.CHARACTERS:
+                self.input_text(android_keys.CHARACTERS[code])
             self._invalidate()
 
     def _enter(self) -> None:

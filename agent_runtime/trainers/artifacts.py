@@ -1,22 +1,11 @@
-"""What ``distill`` leaves behind, and how to point a model reference at it.
+"""What ``distill`` leaves behind: the adapter or model, and its manifest.
 
 An output directory holds either a PEFT LoRA adapter (``adapter_config.json`` +
 ``adapter_model.safetensors``, the layout ``vllm serve --lora-modules NAME=DIR`` loads) or a full
 model (``config.json`` + weights + processor), plus ``manifest.json`` (:class:`Manifest`): data
 counts before/after each filter, hyper-parameters, losses, the base model, the source runs, and
-how to serve the result.
-
-**Model references.** Everywhere a model directory is accepted (``distill --base``, the
-in-process ``transformers:`` backend), these resolve with :func:`resolve_model_ref`:
-
-* ``DIR`` / ``transformers:DIR`` — a model directory (``config.json``);
-* ``transformers:BASE?adapter=ADAPTER`` — a base model plus a LoRA adapter directory;
-* ``DIR`` / ``transformers:DIR`` where ``DIR/manifest.json`` exists — a ``distill`` output:
-  base + adapter for LoRA outputs, the directory itself for full fine-tunes;
-* ``.../manifest.json`` — the same, naming the manifest file;
-* ``gguf:PACKAGE_OR_PATH`` (also with ``?adapter=ADAPTER``) — a GGUF base, converted once into
-  the user cache (:func:`agent_runtime.models.resolve_model_dir`); the result names that cache
-  directory, so a manifest's ``base_model`` is an ordinary model directory.
+how to serve the result. A distill output is also a model reference
+(:mod:`agent_runtime.models.refs`): ``--base OUT`` resolves to its base + adapter.
 """
 
 from __future__ import annotations
@@ -25,17 +14,14 @@ import json
 import time
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qs
 
 from pydantic import BaseModel, Field, ValidationError
 
-from agent_runtime.errors import AgentRuntimeError, ConfigError, TrainingError
+from agent_runtime.errors import TrainingError
+from agent_runtime.models.refs import MANIFEST, TRANSFORMERS_PREFIX
 from agent_runtime.trainers.base_config import LANGUAGE_MODEL_LORA_TARGETS
 from agent_runtime.trainers.data.filters import FilterReport
 
-MANIFEST = "manifest.json"
-TRANSFORMERS_PREFIX = "transformers:"
-GGUF_PREFIX = "gguf:"
 MANIFEST_VERSION = 1
 #: LoRA targets of a text-only causal LM: its modules are ``model.layers.N.*``, with no
 #: ``language_model`` in the name, so the vision-language default would wrap nothing.
@@ -49,18 +35,6 @@ def lora_targets_for(targets: str, *, text_only: bool) -> str:
     if text_only and targets == LANGUAGE_MODEL_LORA_TARGETS:
         return TEXT_MODEL_LORA_TARGETS
     return targets
-
-
-class ResolvedModel(BaseModel):
-    """A base model directory and, for LoRA outputs, the adapter on top of it."""
-
-    base: Path
-    adapter: Path | None = None
-
-    def reference(self) -> str:
-        """The ``transformers:`` model string that names this model."""
-        ref = f"{TRANSFORMERS_PREFIX}{self.base}"
-        return f"{ref}?adapter={self.adapter}" if self.adapter else ref
 
 
 class LossPoint(BaseModel):
@@ -97,6 +71,9 @@ class ServeInfo(BaseModel):
 
 
 class Manifest(BaseModel):
+    """A distill output's ``manifest.json``; ``kind``, ``base_model`` and ``output`` also say which
+    model it holds (:class:`agent_runtime.models.refs.DistillOutput` reads just those three)."""
+
     schema_version: int = MANIFEST_VERSION
     kind: Literal["lora", "full"]
     method: str
@@ -110,14 +87,6 @@ class Manifest(BaseModel):
     hyperparameters: dict[str, Any] = Field(default_factory=dict)
     training: TrainingSummary = TrainingSummary()
     serve: ServeInfo
-
-    def resolved(self) -> ResolvedModel:
-        out = Path(self.output)
-        return (
-            ResolvedModel(base=Path(self.base_model), adapter=out)
-            if self.kind == "lora"
-            else ResolvedModel(base=out)
-        )
 
 
 #: LoRA ranks vLLM's ``--max-lora-rank`` accepts.
@@ -177,55 +146,3 @@ def read_manifest(path: Path | str) -> Manifest:
         raise TrainingError(f"cannot read {p}: {exc}") from None
     except ValidationError as exc:
         raise TrainingError(f"{p} is not a distill manifest: {exc.errors()[0]['msg']}") from None
-
-
-def _gguf_dir(spec: str) -> Path:
-    """The converted cache directory of a ``gguf:`` base (converting it on first use)."""
-    from agent_runtime.models import resolve_model_dir
-
-    try:
-        return resolve_model_dir(spec)
-    except AgentRuntimeError as exc:
-        raise TrainingError(f"cannot use the base {spec}: {exc.message}", hint=exc.hint) from None
-
-
-def split_model_ref(spec: str | Path) -> tuple[str, str]:
-    """A model reference's base part (``DIR`` or ``gguf:NAME``) and its query (``adapter=A``)."""
-    path_part, _, query = str(spec).removeprefix(TRANSFORMERS_PREFIX).partition("?")
-    return path_part, query
-
-
-def resolve_model_ref(spec: str | Path) -> ResolvedModel:
-    """Resolve a model reference (module docstring) to directories that exist.
-
-    Raises :class:`ConfigError` for malformed references and :class:`TrainingError` for
-    directories that are not models.
-    """
-    path_part, query = split_model_ref(spec)
-    if path_part.startswith(GGUF_PREFIX):
-        path_part = str(_gguf_dir(path_part))
-    if not path_part:
-        raise ConfigError(f"model reference {str(spec)!r} names no directory")
-    options = parse_qs(query, keep_blank_values=True) if query else {}
-    unknown = set(options) - {"adapter"}
-    if unknown:
-        raise ConfigError(
-            f"unknown option(s) {', '.join(sorted(unknown))} in model reference {str(spec)!r}",
-            hint="the only option is ?adapter=DIR",
-        )
-    path = Path(path_part).expanduser().resolve()
-    if path.name == MANIFEST or (path / MANIFEST).is_file():
-        if options:
-            raise ConfigError(f"{path} is a distill output; it already names its adapter")
-        resolved = read_manifest(path).resolved()
-    else:
-        adapter = options.get("adapter", [None])[0]
-        resolved = ResolvedModel(base=path, adapter=Path(adapter).expanduser().resolve() if adapter else None)
-    if not (resolved.base / "config.json").is_file():
-        raise TrainingError(
-            f"{resolved.base} is not a model directory (no config.json)",
-            hint="pass a directory written by save_pretrained, or a distill output",
-        )
-    if resolved.adapter is not None and not (resolved.adapter / "adapter_config.json").is_file():
-        raise TrainingError(f"{resolved.adapter} is not a LoRA adapter (no adapter_config.json)")
-    return resolved

@@ -1,6 +1,10 @@
 """Settings every trainer shares (TRL's ``base_config`` idea): model, LoRA, optimiser, budget.
 
-Each field's ``description`` is its help text; the ``distill`` options show the same words.
+Each field's ``description`` documents it for code that builds a config. The ``distill`` command
+does not show these words: its options carry their own, shorter help
+(:mod:`agent_runtime.cli.distill`) and are passed on by field name, the unset ones left out, so
+the method's config supplies those defaults.
+
 Defaults are sized for real checkpoints on a GPU; tests and CPU demos override the budget.
 """
 

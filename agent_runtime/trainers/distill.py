@@ -18,15 +18,13 @@ from pydantic import BaseModel, Field
 
 from agent_runtime import __version__
 from agent_runtime.errors import ConfigError, TrainingError
+from agent_runtime.models.refs import MANIFEST, ResolvedModel, resolve_model_ref
 from agent_runtime.trainers import METHODS
 from agent_runtime.trainers.artifacts import (
-    MANIFEST,
     DataSummary,
     Manifest,
-    ResolvedModel,
     TrainingSummary,
     lora_targets_for,
-    resolve_model_ref,
     serve_info,
     write_manifest,
 )

@@ -22,15 +22,8 @@ from transformers import TrainerCallback
 
 from agent_runtime.errors import AgentRuntimeError, TrainingError
 from agent_runtime.models.hf import is_text_only, load_model, load_processing_class
-from agent_runtime.trainers.artifacts import (
-    GGUF_PREFIX,
-    LossPoint,
-    ResolvedModel,
-    TrainingSummary,
-    lora_targets_for,
-    resolve_model_ref,
-    split_model_ref,
-)
+from agent_runtime.models.refs import GGUF_PREFIX, ResolvedModel, resolve_model_ref, split_model_ref
+from agent_runtime.trainers.artifacts import LossPoint, TrainingSummary, lora_targets_for
 from agent_runtime.trainers.base_config import TrainConfig
 
 

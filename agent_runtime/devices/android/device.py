@@ -39,17 +39,17 @@ from agent_runtime.actions import (
     Type,
     Wait,
 )
+from agent_runtime.android_keys import BUTTONS, key_for
 from agent_runtime.coords import Size
 from agent_runtime.device import Device, DeviceInfo
 from agent_runtime.devices.android.adb import AdbLink
 from agent_runtime.devices.android.apps import resolve_app
-from agent_runtime.devices.android.keys import keycode_for
 from agent_runtime.devices.android.typing import AndroidTyper, run_input
 from agent_runtime.devices.settle import SettleOptions, nearly_same, thumbnail, wait_until_stable
 from agent_runtime.errors import ConfigError, DeviceError
 from agent_runtime.observation import Observation
 
-BUTTONS = {"Back": 4, "Home": 3, "Menu": 82, "Enter": 66}
+_KEYCODE_NAME = re.compile(r"^KEYCODE_[A-Z0-9_]+$")
 _FOCUS = re.compile(r"mCurrentFocus=Window\{[^}]*?\s(?P<pkg>[\w.]+)/(?P<act>[\w.$]+)\}")
 _FOCUSED_APP = re.compile(r"mFocusedApp=.*?ActivityRecord\{[^}]*?\s(?P<pkg>[\w.]+)/(?P<act>[\w.$]+)[\s}]")
 _ROTATION = re.compile(r'<hierarchy[^>]*\brotation="(\d)"')
@@ -100,6 +100,19 @@ def parse_focus(text: str) -> tuple[str | None, str | None]:
         return None, None
     pkg, act = m["pkg"], m["act"]
     return pkg, (pkg + act if act.startswith(".") else act)
+
+
+def keyevent_arg(name: str) -> int | str | None:
+    """What ``input keyevent`` gets for a key name: its code, a literal ``KEYCODE_*`` name outside
+    the shared table (the phone knows more keys than we do), or None for no key at all — nothing
+    else ever reaches the shell.
+
+    >>> keyevent_arg("Back"), keyevent_arg("KEYCODE_MEDIA_RECORD"), keyevent_arg("rm -rf /")
+    (4, 'KEYCODE_MEDIA_RECORD', None)
+    """
+    code = key_for(name)
+    literal = name.strip().upper()
+    return literal if code is None and _KEYCODE_NAME.match(literal) else code
 
 
 class AndroidDevice(Device):
@@ -227,7 +240,13 @@ class AndroidDevice(Device):
 
     # -- acting ----------------------------------------------------------------------------
 
-    def _xy(self, point: tuple[float, float]) -> tuple[int, int]:
+    def _xy(self, point: tuple[float, float] | None) -> tuple[int, int]:
+        if point is None:
+            # the graph maps element-index actions to screen pixels before a device sees them
+            raise DeviceError(
+                "an element-index action reached the device unresolved",
+                hint="map it to screen pixels first: agent_runtime.alignment.screen_actions",
+            )
         x = min(max(round(point[0]), 0), self._size.width - 1)
         y = min(max(round(point[1]), 0), self._size.height - 1)
         return x, y
@@ -266,7 +285,7 @@ class AndroidDevice(Device):
             case SystemButton(button=button):
                 return self._input(f"input keyevent {BUTTONS[button]}"), True
             case Key(keys=keys):
-                codes = [keycode_for(k) for k in keys]
+                codes = [keyevent_arg(k) for k in keys]
                 bad = [k for k, c in zip(keys, codes, strict=True) if c is None]
                 if bad:
                     return ActionResult.failure(f"unknown Android key(s): {', '.join(map(repr, bad))}"), False

@@ -19,6 +19,8 @@ from __future__ import annotations
 import base64
 import re
 
+from agent_runtime.android_keys import DEL, MOVE_END
+
 ADB_IME = "com.android.adbkeyboard/.AdbIME"
 ADB_KEYBOARD_PACKAGE = "com.android.adbkeyboard"
 ADB_KEYBOARD_HINT = (
@@ -27,9 +29,6 @@ ADB_KEYBOARD_HINT = (
     f"'adb shell ime enable {ADB_IME}' (agent-runtime selects it only while typing, then restores "
     "your keyboard)"
 )
-KEYCODE_ENTER = 66
-KEYCODE_DEL = 67
-KEYCODE_MOVE_END = 123
 #: An IME id as ``settings``/``ime`` print it; anything else is not passed back to the shell unquoted.
 _IME_ID = re.compile(r"^[A-Za-z0-9_.]+/[A-Za-z0-9_.$]+$")
 
@@ -74,7 +73,7 @@ CLEAR_BROADCAST = "am broadcast -a ADB_CLEAR_TEXT"
 
 def clear_keys_command(length: int) -> str:
     """One ``input keyevent`` that moves to the end and deletes ``length`` characters."""
-    return "input keyevent " + " ".join([str(KEYCODE_MOVE_END), *[str(KEYCODE_DEL)] * max(length, 0)])
+    return "input keyevent " + " ".join([str(MOVE_END), *[str(DEL)] * max(length, 0)])
 
 
 def ime_id_or_none(text: str) -> str | None:
@@ -91,7 +90,6 @@ __all__ = [
     "ADB_IME",
     "ADB_KEYBOARD_HINT",
     "CLEAR_BROADCAST",
-    "KEYCODE_ENTER",
     "b64_broadcast",
     "clear_keys_command",
     "ime_id_or_none",

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 from agent_runtime.actions import ActionResult
+from agent_runtime.android_keys import ENTER
 from agent_runtime.devices.android import text as tx
 from agent_runtime.devices.android.adb import AdbLink
 from agent_runtime.errors import DeviceError
@@ -49,7 +50,7 @@ class AndroidTyper:
         parts = [tx.clear_keys_command(self._focused_text_length())] if clear else []
         parts += tx.input_text_commands(text)
         if enter:
-            parts.append(f"input keyevent {tx.KEYCODE_ENTER}")
+            parts.append(f"input keyevent {ENTER}")
         if not parts:
             return ActionResult.success("nothing to type", method="input text")
         result = run_input(self._link, " && ".join(parts))
@@ -77,7 +78,7 @@ class AndroidTyper:
         parts = [tx.CLEAR_BROADCAST] if clear else []
         parts.append(tx.b64_broadcast(text))
         if enter:
-            parts.append(f"input keyevent {tx.KEYCODE_ENTER}")
+            parts.append(f"input keyevent {ENTER}")
         command = " && ".join(parts)
         if previous and previous != tx.ADB_IME:
             command = f"{command}; {tx.ime_set_command(previous)}"  # restore even if typing failed

@@ -17,6 +17,7 @@ to every action; it is recorded in :meth:`info` and in each observation's ``extr
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import os
 import sys
@@ -184,7 +185,9 @@ class DesktopDevice(Device):
                 f"pyautogui cannot use display {self.display}: {exc!r}", hint=XVFB_HINT
             ) from None
         if self._x11:
-            bound = pyautogui._pyautogui_x11._display.get_display_name()
+            # the X11 backend module is private: pyautogui's stubs do not declare it
+            x11 = importlib.import_module("pyautogui._pyautogui_x11")
+            bound = x11._display.get_display_name()
             if bound != self.display:
                 self._sct.close()
                 raise DeviceError(
@@ -201,8 +204,14 @@ class DesktopDevice(Device):
     def screen_size(self) -> Size:
         return self._size
 
-    def _to_input(self, point: tuple[float, float]) -> tuple[int, int]:
+    def _to_input(self, point: tuple[float, float] | None) -> tuple[int, int]:
         """Screenshot pixels → pyautogui coordinates (monitor offset and HiDPI scale applied)."""
+        if point is None:
+            # the graph maps element-index actions to screen pixels before a device sees them
+            raise DeviceError(
+                "an element-index action reached the device unresolved",
+                hint="map it to screen pixels first: agent_runtime.alignment.screen_actions",
+            )
         x = min(max(point[0], 0), self._size.width - 1)
         y = min(max(point[1], 0), self._size.height - 1)
         vx = self._monitor["left"] + x / self._scale_grab[0]
@@ -241,10 +250,8 @@ class DesktopDevice(Device):
         shot = self._grab()
         ts = time.time()
         image = self._encode(shot)
-        ui_xml, ui_error = (
-            None,
-            "no accessibility tree (AT-SPI not available: the accessibility option is off)",
-        )
+        ui_xml: str | None = None
+        ui_error: str | None = "no accessibility tree (AT-SPI not available: the accessibility option is off)"
         if self._tree is not None:
             ui_xml, ui_error = self._tree.dump(self._monitor, self.scale)
         sx, sy = self.scale
@@ -343,7 +350,9 @@ class DesktopDevice(Device):
                 return ActionResult.failure(f"action {action.action!r} is not supported on a desktop"), False
         return ActionResult.success(action.action), True
 
-    def _drag(self, p1: tuple[float, float], p2: tuple[float, float], duration_s: float) -> None:
+    def _drag(
+        self, p1: tuple[float, float] | None, p2: tuple[float, float] | None, duration_s: float
+    ) -> None:
         pg = self._pg
         pg.moveTo(*self._to_input(p1))
         pg.mouseDown()

@@ -220,11 +220,9 @@ class CalendarApp(App):
                     if which == "start" and p["end"] <= (h, m):
                         p["end"] = (min(23, h + 1), m)
 
-                self.show(
-                    dialogs.time_picker(
-                        self, "Start time" if which == "start" else "End time", *p[which], apply
-                    )
-                )
+                hour, minute = p[which]
+                title = "Start time" if which == "start" else "End time"
+                self.show(dialogs.time_picker(self, title, hour, minute, apply))
 
             return run
 

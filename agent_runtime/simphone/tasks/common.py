@@ -40,7 +40,7 @@ def set_seek(ui: OracleUI, target: int, **query: object) -> Iterator[Action]:
     """
     x: float | None = None
     for _ in range(5):
-        bar = ui.require(cls="SeekBar", **query)
+        bar = ui.require(None, cls="SeekBar", **query)
         value = int(bar.text or 0)
         if abs(value - target) <= SEEK_TOLERANCE - 1:
             return

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agent_runtime.android_keys import DEL, ENTER
 from agent_runtime.simphone.ui.theme import Theme
 from agent_runtime.simphone.ui.view import View
 
@@ -115,7 +116,7 @@ def build_keyboard(
         shift = key("⇧", "Shift", toggle_shift, weight=1.5, special=not upper, shape="shift")
         shift.selected = upper
         third = [shift, *third]
-    third.append(key("⌫", "Delete", lambda: press(67), weight=1.5, special=True, shape="backspace"))
+    third.append(key("⌫", "Delete", lambda: press(DEL), weight=1.5, special=True, shape="backspace"))
     kb.add(row(third))
     layer_key = (
         key("?123", "Symbols", set_layer("symbols"), weight=1.5, special=True)
@@ -126,7 +127,7 @@ def build_keyboard(
     comma = char_key(",")
     space = key("", "Space", lambda: type_text(" "), weight=5.0)
     period = char_key(".")
-    enter = key("⏎", "Enter", lambda: press(66), weight=1.5, special=True, shape="enter")
+    enter = key("⏎", "Enter", lambda: press(ENTER), weight=1.5, special=True, shape="enter")
     enter.bg = t.primary
     enter.fg = t.on_primary
     kb.add(row([layer_key, comma, space, period, enter]))

@@ -324,15 +324,15 @@ def alpha_mask(w: int, h: int, alpha: int) -> Image.Image:
 def mask(key: MaskKey) -> Image.Image:
     kind = key[0]
     if kind == "alpha":
-        return alpha_mask(key[1], key[2], key[3])  # type: ignore[arg-type]
+        return alpha_mask(key[1], key[2], key[3])
     if kind == "text":
-        return text_mask(key[1], key[2], key[3])  # type: ignore[arg-type]
+        return text_mask(key[1], key[2], key[3])
     if kind == "rrect":
-        return rrect_mask(key[1], key[2], key[3])  # type: ignore[arg-type]
+        return rrect_mask(key[1], key[2], key[3])
     if kind == "ring":
-        return ring_mask(key[1], key[2], key[3], key[4])  # type: ignore[arg-type]
+        return ring_mask(key[1], key[2], key[3], key[4])
     if kind == "shape":
-        return shape_mask(key[1], key[2], key[3])  # type: ignore[arg-type]
+        return shape_mask(key[1], key[2], key[3])
     raise KeyError(f"unknown mask kind {kind!r}")
 
 
@@ -349,5 +349,5 @@ def wallpaper(index: int, w: int, h: int) -> Image.Image:
 
 def image(key: MaskKey) -> Image.Image:
     if key[0] == "wallpaper":
-        return wallpaper(key[1], key[2], key[3])  # type: ignore[arg-type]
+        return wallpaper(key[1], key[2], key[3])
     raise KeyError(f"unknown image kind {key[0]!r}")

@@ -56,6 +56,7 @@ def _draw(img: Image.Image, oy: int, width: int, op: Op) -> None:
     if vx2 <= vx1 or vy2 <= vy1:
         return
     if kind == "fill":
+        assert color is not None
         img.paste(color, (vx1, vy1 - oy, vx2, vy2 - oy))
         return
     assert key is not None

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from agent_runtime.simphone.ui.theme import Color, line_height, text_width
 
 Rect = tuple[int, int, int, int]
-Handler = Callable[[], None]
+#: A click handler; what it returns is ignored (``lambda: phone.launch(pkg)`` is one).
+Handler = Callable[[], object]
 
 
 @dataclass(eq=False, slots=True)

@@ -33,7 +33,7 @@ from agent_runtime.actions import (
     parse_action,
 )
 from agent_runtime.alignment import screen_actions, shown_indices
-from agent_runtime.config import ModelConfig
+from agent_runtime.config import ModelConfig, shows_tree
 from agent_runtime.coords import CoordMapper
 from agent_runtime.errors import ActionParseError, TaskError
 from agent_runtime.observation import Observation
@@ -71,10 +71,6 @@ class ExpertPlan(BaseModel):
     success: bool
 
 
-def sees_tree(mode: str) -> bool:
-    return mode in ("ui_tree", "both")
-
-
 def _index_action(action: Action, obs: Observation) -> Action | None:
     """The element-index form of a screen-pixel oracle action, when one reproduces it."""
     shown = set(shown_indices(obs))
@@ -109,7 +105,7 @@ def align(
     action: Action, obs: Observation, mode: str, model: ModelConfig
 ) -> tuple[dict[str, Any], list[Action]]:
     """(the action as the Worker writes it, the screen actions the runtime executes for it)."""
-    if sees_tree(mode):
+    if shows_tree(mode):
         indexed = _index_action(action, obs)
         if indexed is not None:
             # Written the way the prompt shows it (no duration): executed exactly as the runtime
@@ -284,7 +280,7 @@ def find_mistake(
             continue
         raw = (
             {k: v for k, v in wrong.to_json().items() if k != "duration_ms"}
-            if sees_tree(mode)
+            if shows_tree(mode)
             else align(screen[-1], obs, mode, model)[0]
         )
         found[outcome] = Mistake(

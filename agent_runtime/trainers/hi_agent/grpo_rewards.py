@@ -8,7 +8,8 @@ signature ``(completions, **kwargs) -> list[float]``, with the dataset's columns
 * :func:`format_reward` — 1 iff the subgoal is ``<reasoning>…</reasoning><instruction>Instruction:
   …</instruction>`` (whitespace between and around the two blocks allowed, nothing else).
 * :func:`make_env_reward` — runs the low-level policy π_ℓ on the subgoal (a callable you pass)
-  and scores its action against the row's ``solution`` with :func:`actions_match`: same action
+  and scores its action against the row's ``solution`` with
+  :func:`~agent_runtime.trainers.data.matching.foresight_match`: same action
   type and every coordinate within ε (0.002 in normalised coordinates by default — very strict).
 * :func:`action_match_reward` — the same match for the *low-level* model's own completions
   (r_ℓ, Hi-Agent eq. 4).
@@ -25,15 +26,13 @@ coordinates. A ``solution`` or predicted action may also be agent-runtime's acti
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
-
 from agent_runtime.errors import ParseError
 from agent_runtime.jsonish import extract_json_object
+from agent_runtime.trainers.data.matching import ForesightAction, foresight_match
 
 RewardFunc = Callable[..., list[float]]
 #: π_ℓ for r_env: (dataset row, instruction) → its action (ForesightAction, dict or JSON reply).
@@ -109,104 +108,6 @@ def format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
     return [1.0 if parse_subgoal(completion_text(c)) is not None else 0.0 for c in completions]
 
 
-class ForesightAction(BaseModel):
-    """An action as r_env compares it: a type and normalised points."""
-
-    model_config = ConfigDict(frozen=True)
-
-    action_type: str
-    touch_point: tuple[float, float] | None = None
-    lift_point: tuple[float, float] | None = None
-    typed_text: str = ""
-
-    @field_validator("action_type")
-    @classmethod
-    def _canonical_type(cls, value: str) -> str:
-        return value.strip().lower().replace("-", "_").replace(" ", "_")
-
-    @classmethod
-    def coerce(cls, value: Any, image_size: Sequence[float] | None = None) -> ForesightAction:
-        """From a ForesightAction, a Hi-Agent ``solution`` dict, agent-runtime action JSON, or a reply text.
-
-        Points above 1 are pixels: they are divided by ``image_size`` (width, height), which must
-        then be given. Raises :class:`~agent_runtime.errors.ParseError` for anything else.
-        """
-        if isinstance(value, ForesightAction):
-            action = value
-        else:
-            obj = extract_json_object(value) if isinstance(value, str) else value
-            if not isinstance(obj, Mapping):
-                raise ParseError(f"not an action: {value!r}")
-            action = cls._from_mapping(obj)
-        return action._normalised(image_size)
-
-    @classmethod
-    def _from_mapping(cls, obj: Mapping[str, Any]) -> ForesightAction:
-        if "action_type" in obj:
-            try:
-                return cls.model_validate({k: obj[k] for k in cls.model_fields if obj.get(k) is not None})
-            except ValueError as exc:
-                raise ParseError(f"bad Hi-Agent action {dict(obj)!r}: {exc}") from None
-        from agent_runtime.actions import parse_action
-
-        action = parse_action(dict(obj))
-        points = list(action.points().values())
-        return cls(
-            action_type=action.action,
-            touch_point=points[0] if points else None,
-            lift_point=points[1] if len(points) > 1 else None,
-            typed_text=str(getattr(action, "text", "") or ""),
-        )
-
-    def _normalised(self, image_size: Sequence[float] | None) -> ForesightAction:
-        points = [p for p in (self.touch_point, self.lift_point) if p is not None]
-        if not any(c > 1.0 for p in points for c in p):
-            return self
-        if not image_size or len(image_size) != 2 or min(image_size) <= 0:
-            raise ParseError(
-                f"action {self.action_type} has pixel coordinates but no image_size to normalise them",
-                hint="add an image_size [width, height] column, or store normalised coordinates",
-            )
-        w, h = float(image_size[0]), float(image_size[1])
-
-        def scale(p: tuple[float, float] | None) -> tuple[float, float] | None:
-            return None if p is None else (p[0] / w, p[1] / h)
-
-        return self.model_copy(
-            update={"touch_point": scale(self.touch_point), "lift_point": scale(self.lift_point)}
-        )
-
-
-def _end_point(action: ForesightAction) -> tuple[float, float] | None:
-    """Where a swipe ends; None for taps, whose AitW records repeat the touch point as lift point."""
-    lift = action.lift_point
-    return None if lift is None or lift == action.touch_point else lift
-
-
-def actions_match(predicted: ForesightAction, oracle: ForesightAction, *, epsilon: float = 0.002) -> bool:
-    """Hi-Agent's r_env test: same type, and each of the oracle's points within ``epsilon`` (L2).
-
-    The touch point is compared, and the lift point too when the oracle's differs from its touch
-    point (a swipe's end); actions without points (typing, system buttons) match on their type
-    alone, as in the paper.
-
-    >>> tap = ForesightAction(action_type="click", touch_point=(0.5, 0.5), lift_point=(0.5, 0.5))
-    >>> actions_match(ForesightAction(action_type="CLICK", touch_point=(0.5009, 0.5012)), tap)
-    True
-    >>> actions_match(ForesightAction(action_type="click", touch_point=(0.5016, 0.5016)), tap)
-    False
-    """
-    if predicted.action_type != oracle.action_type:
-        return False
-    pairs = ((predicted.touch_point, oracle.touch_point), (_end_point(predicted), _end_point(oracle)))
-    for mine, target in pairs:
-        if target is None:
-            continue
-        if mine is None or math.dist(mine, target) >= epsilon:
-            return False
-    return True
-
-
 def _row(kwargs: Mapping[str, Any], i: int) -> dict[str, Any]:
     """Row ``i`` of TRL's column-wise kwargs (only list columns; trainer objects are skipped)."""
     return {k: v[i] for k, v in kwargs.items() if isinstance(v, list) and len(v) > i}
@@ -226,7 +127,7 @@ def _match(predicted: Any, row: Mapping[str, Any], epsilon: float) -> float:
         mine = ForesightAction.coerce(predicted, row.get("image_size"))
     except ParseError:
         return 0.0  # an unparseable action cannot match: that is the model's failure, not a bug
-    return 1.0 if actions_match(mine, _solution(row), epsilon=epsilon) else 0.0
+    return 1.0 if foresight_match(mine, _solution(row), epsilon=epsilon) else 0.0
 
 
 def action_match_reward(completions: list[Any], *, epsilon: float = 0.002, **kwargs: Any) -> list[float]:

@@ -17,11 +17,12 @@
 
 Each phase is one ``trl.GRPOTrainer`` run (``GRPOConfig.trl_kwargs()``: Table 5), LoRA, with our
 processor as ``processing_class``; the next iteration continues from its adapter (the optimizer
-starts afresh each phase, as separate GRPO runs do). ``OUT/iter_NNNN/`` holds the trained role's
-adapter + ``manifest.json`` (a complete distill output), ``low_level/`` (alternating runs: the
-worker adapter + its manifest) and ``grpo_state.json`` (metrics so far; written last, so an
-iteration without it is replayed by ``--resume``). ``OUT/metrics.jsonl`` gets one line per
-iteration: mean reward per component and the match rate of each phase.
+starts afresh each phase, as separate GRPO runs do). The iteration folders, resume and metrics
+file are :mod:`agent_runtime.trainers.iterations`'s, shared with online RL: ``OUT/iter_NNNN/``
+holds the trained role's adapter + ``manifest.json`` (a complete distill output), ``low_level/``
+(alternating runs: the worker adapter + its manifest) and ``grpo_state.json`` (metrics so far;
+written last, so an iteration without it is replayed by ``--resume``). ``OUT/metrics.jsonl``
+gets one line per iteration: mean reward per component and the match rate of each phase.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import shutil
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -37,17 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from agent_runtime import __version__
 from agent_runtime.errors import ConfigError, ParseError, TrainingError
 from agent_runtime.jsonish import extract_json_object
+from agent_runtime.models.refs import MANIFEST, resolve_model_ref
 from agent_runtime.trainers.artifacts import (
-    MANIFEST,
     DataSummary,
     LossPoint,
     Manifest,
     TrainingSummary,
-    resolve_model_ref,
-    serve_info,
     write_manifest,
 )
 from agent_runtime.trainers.data.worker_prompts import PromptSettings
@@ -61,24 +58,17 @@ from agent_runtime.trainers.hi_agent.grpo_rewards import (
     completion_text,
     foresight_reward_funcs,
 )
-from agent_runtime.trainers.online.loop import (
-    METRICS_FILE,
-    RLOptions,
-    clear_iterations,
-    iteration_dir,
-    last_iteration,
-)
+from agent_runtime.trainers.iterations import ADAPTER_FILES, Echo, Iterations, copy_adapter, lora_manifest
+from agent_runtime.trainers.online.loop import RLOptions
 
 if TYPE_CHECKING:
     from datasets import Dataset
     from langchain_core.language_models import BaseChatModel
 
-Echo = Callable[[str], None]
 STATE_FILE = "grpo_state.json"
 LOW_DIR = "low_level"
 DATA_DIR = "data"
 ROLE_OF: dict[Level, str] = {"high": "manager", "low": "worker"}
-ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 
 
 # -- the frozen models: π_ℓ for r_env and the judge, through our chat-model interface --------------
@@ -306,18 +296,18 @@ class GRPOLoop:
         self.low_ref = cfg.low_level or str(self.resolved.base)
         self._judge, self._low_level = judge, low_level
         self.metrics: list[dict[str, Any]] = []
-        self._prepare_out(overwrite)
-
-    def _prepare_out(self, overwrite: bool) -> None:
-        if not self.opts.resume:
-            also = (METRICS_FILE, MANIFEST, LOW_DIR, *ADAPTER_FILES)
-            clear_iterations(self.out, overwrite=overwrite, what="GRPO", also=also)
-        required = (MANIFEST, STATE_FILE, *([f"{LOW_DIR}/{MANIFEST}"] if self.cfg.alternate else []))
-        self.start = last_iteration(self.out, required) if self.opts.resume else 0
-        if self.start:
-            state = json.loads((iteration_dir(self.out, self.start) / STATE_FILE).read_text(encoding="utf-8"))
-            self.metrics = state["metrics"]
-        self.out.mkdir(parents=True, exist_ok=True)
+        self.iterations = Iterations(
+            self.out,
+            what="GRPO",
+            state_file=STATE_FILE,
+            resume=opts.resume,
+            overwrite=overwrite,
+            required=(f"{LOW_DIR}/{MANIFEST}",) if cfg.alternate else (),
+            also=(LOW_DIR, *ADAPTER_FILES),
+        )
+        if self.iterations.start:
+            state_file = self.iterations.dir(self.iterations.start) / STATE_FILE
+            self.metrics = json.loads(state_file.read_text(encoding="utf-8"))["metrics"]
 
     # -- data -----------------------------------------------------------------------------------
 
@@ -406,9 +396,9 @@ class GRPOLoop:
 
     def _iteration(self, it: int, datasets: dict[Level, Dataset]) -> dict[str, Any]:
         started = time.perf_counter()
-        where = iteration_dir(self.out, it)
+        where = self.iterations.dir(it)
         where.mkdir(parents=True, exist_ok=True)
-        previous = self.cfg.base if it == 1 else str(iteration_dir(self.out, it - 1))
+        previous = self.cfg.base if it == 1 else str(self.iterations.dir(it - 1))
         phases: list[PhaseResult] = []
         if self.level == "low":
             cfg = self._phase_cfg("low", previous, where, it)
@@ -417,7 +407,7 @@ class GRPOLoop:
         else:
             low_ref = self.low_ref
             if self.cfg.alternate:
-                low_prev = self.low_ref if it == 1 else str(iteration_dir(self.out, it - 1) / LOW_DIR)
+                low_prev = self.low_ref if it == 1 else str(self.iterations.dir(it - 1) / LOW_DIR)
                 cfg = self._phase_cfg("low", low_prev, where / LOW_DIR, it)
                 phases.append(
                     run_phase(cfg, datasets["low"], [make_low_level_reward(epsilon=cfg.coord_epsilon)])
@@ -438,8 +428,7 @@ class GRPOLoop:
         }
         self.metrics.append(m)
         (where / STATE_FILE).write_text(json.dumps({"metrics": self.metrics}), encoding="utf-8")
-        with (self.out / METRICS_FILE).open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(m) + "\n")
+        self.iterations.append_metrics(m)
         return m
 
     def run(self) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
@@ -451,18 +440,15 @@ class GRPOLoop:
             train_rows=sum(len(d) for d in datasets.values()),
             extra={**data_extra, "env": self.opts.env, "task_pattern": self.opts.tasks},
         )
-        if self.start:
-            self.echo(f"resuming after iteration {self.start}")
-        for it in range(self.start + 1, self.opts.iterations + 1):
+        self.iterations.announce(self.echo)
+        for it in self.iterations.remaining(self.opts.iterations):
             self.echo(metrics_line(self._iteration(it, datasets)))
-        last = iteration_dir(self.out, max(self.start, self.opts.iterations))
-        for name in ADAPTER_FILES:
-            shutil.copy2(last / name, self.out / name)
+        last = self.iterations.last(self.opts.iterations)
+        copy_adapter(last, self.out)
         if self.cfg.alternate:
             top = self.out / LOW_DIR
             top.mkdir(exist_ok=True)
-            for name in ADAPTER_FILES:
-                shutil.copy2(last / LOW_DIR / name, top / name)
+            copy_adapter(last / LOW_DIR, top)
             manifest = json.loads((last / LOW_DIR / MANIFEST).read_text(encoding="utf-8"))
             manifest["output"] = str(top)
             write_manifest(Manifest.model_validate(manifest))
@@ -488,22 +474,15 @@ class GRPOLoop:
         # The metrics of this iteration are not appended yet: include the phases done so far.
         summary = phase.model_dump(mode="json", exclude={"training"})
         training = phase.training.model_copy(update={"extra": {"iterations": self.metrics, "phase": summary}})
-        manifest = Manifest(
-            kind="lora",
-            method="grpo",
-            role=cfg.role,
-            base_model=str(self.resolved.base),
-            init_adapter=str(self.resolved.adapter) if self.resolved.adapter else None,
-            output=str(output),
-            agent_runtime_version=__version__,
+        manifest = lora_manifest(
+            "grpo",
+            cfg,
+            self.opts,
+            self.resolved,
+            output,
             data=self.data.model_copy(update={"train_rows": phase.rows}),
-            hyperparameters={
-                **cfg.model_dump(mode="json", exclude={"base", "output_dir", "progress"}),
-                "rl": self.opts.model_dump(mode="json", exclude={"resume"}),
-                "prompt": self.settings.model_dump(mode="json"),
-            },
             training=training,
-            serve=serve_info("lora", cfg.role, self.resolved.base, output, cfg.lora_r),
+            extra_hyperparameters={"prompt": self.settings.model_dump(mode="json")},
         )
         write_manifest(manifest)
 

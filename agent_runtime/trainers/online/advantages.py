@@ -7,7 +7,7 @@
 * :func:`dgrpo_trajectory_scores` / :func:`dgrpo_advantages` — DGRPO (MobileRL §4.3.1, eq. 2–3).
 
 Every trajectory-level advantage is shared by all steps of its trajectory
-(:meth:`~.rl_samples.Trajectory.step_samples`).
+(:meth:`~.samples.Trajectory.step_samples`).
 
 **Standard deviation.** Group statistics use the *sample* std (ddof = 1), as the papers say
 ("sample mean and standard deviation", MobileRL §3.2) and as TRL and verl compute it. The running

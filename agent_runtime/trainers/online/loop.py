@@ -8,15 +8,15 @@ One iteration:
    from the current policy version (:mod:`.policy`);
 3. the method turns the groups into an update batch (:mod:`.trpo_trainer`, :mod:`.dgrpo_trainer`);
 4. one :func:`~.policy_gradient.policy_gradient_step` on the LoRA weights;
-5. the adapter is saved to ``OUT/iter_NNNN/`` with a ``manifest.json`` (each iteration directory
-   is a complete distill output: ``--base OUT/iter_0003`` works) and ``rl_state.pt`` (optimizer,
-   running statistics, buffers, curriculum, metrics), then published to the rollout policy;
+5. the adapter is saved to ``OUT/iter_NNNN/`` with a ``manifest.json`` and ``rl_state.pt``
+   (optimizer, running statistics, buffers, curriculum, metrics), then published to the rollout
+   policy;
 6. one metrics line is printed and appended to ``OUT/metrics.jsonl``.
 
-``OUT/iter_0000/`` holds the starting adapter (version 0). ``resume=True`` continues after the
-last iteration whose manifest was written — a crash mid-iteration replays that iteration from
-its start, with the same task draw and sampling seeds. At the end the last adapter is copied to
-``OUT/`` itself, where ``distill`` writes the run's manifest.
+The folders, resume and metrics file are :mod:`agent_runtime.trainers.iterations`'s, shared with
+Hi-Agent's GRPO. ``OUT/iter_0000/`` holds the starting adapter (version 0). ``resume=True``
+continues after the last iteration whose manifest and state were written — a crash
+mid-iteration replays that iteration from its start, with the same task draw and sampling seeds.
 
 **Behaviour log-probs.** Servers return log-probs of the raw distribution; the loss uses the
 tempered one (:mod:`.policy_gradient`). At temperature 1 they coincide; otherwise
@@ -27,34 +27,20 @@ absorbs numeric differences between a bf16 server and the trainer.
 
 from __future__ import annotations
 
-import json
 import random
-import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agent_runtime import __version__
 from agent_runtime.errors import ConfigError, DependencyError, TrainingError
-from agent_runtime.trainers.artifacts import (
-    MANIFEST,
-    DataSummary,
-    LossPoint,
-    Manifest,
-    TrainingSummary,
-    resolve_model_ref,
-    serve_info,
-    write_manifest,
-)
+from agent_runtime.models.refs import resolve_model_ref
+from agent_runtime.trainers.artifacts import DataSummary, LossPoint, TrainingSummary, write_manifest
+from agent_runtime.trainers.iterations import Echo, Iterations, copy_adapter, lora_manifest
 from agent_runtime.trainers.online.config import OnlineRLConfig
 
-Echo = Callable[[str], None]
 STATE_FILE = "rl_state.pt"
-METRICS_FILE = "metrics.jsonl"
-ITERATION_GLOB = "iter_[0-9][0-9][0-9][0-9]"
 #: Name of the frozen copy of the starting adapter, the KL reference (see ``_load``).
 REF_ADAPTER = "reference"
 RL_METHODS = ("trpo", "dgrpo")
@@ -82,35 +68,6 @@ class RLOptions(BaseModel):
         "auto", description="use the server's log-probs, or rescore them (auto: when temperature != 1)"
     )
     resume: bool = Field(False, description="continue after the last finished iteration")
-
-
-def iteration_dir(out: Path, iteration: int) -> Path:
-    return out / f"iter_{iteration:04d}"
-
-
-def last_iteration(out: Path, required: tuple[str, ...] = (MANIFEST, STATE_FILE)) -> int:
-    """The last iteration whose folder holds every path in ``required`` (0 when none): an
-    iteration cut off while saving is not one to resume from."""
-    done = [
-        int(p.name.removeprefix("iter_"))
-        for p in out.glob(ITERATION_GLOB)
-        if all((p / name).exists() for name in required)
-    ]
-    return max(done, default=0)
-
-
-def clear_iterations(out: Path, *, overwrite: bool, what: str, also: tuple[str, ...]) -> None:
-    """Before a fresh (not resumed) run: refuse to mix with earlier iterations in ``out`` unless
-    ``overwrite``, then delete them and the run-level files and folders named in ``also``."""
-    existing = sorted(out.glob(ITERATION_GLOB))
-    if not existing:
-        return
-    if not overwrite:
-        raise ConfigError(
-            f"{out} already holds {what} iterations", hint="pass --resume to continue, or --overwrite"
-        )
-    for target in (*existing, *(out / name for name in also)):
-        shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
 
 
 def make_method(method: str, cfg: OnlineRLConfig) -> Any:
@@ -196,18 +153,18 @@ class OnlineTrainer:
         self.runtime = runtime
         self.method = make_method(method, cfg)
         self.pool = task_pool(opts, cfg.seed)
-        self._prepare_out(overwrite)
+        self.iterations = Iterations(
+            self.out,
+            what="RL",
+            state_file=STATE_FILE,
+            resume=opts.resume,
+            overwrite=overwrite,
+            also=("rollouts",),
+        )
         self.resolved = resolve_model_ref(cfg.base)
         self.metrics: list[dict[str, Any]] = []
 
     # -- setup ----------------------------------------------------------------------------------
-
-    def _prepare_out(self, overwrite: bool) -> None:
-        if not self.opts.resume:
-            also = (METRICS_FILE, MANIFEST, "rollouts")
-            clear_iterations(self.out, overwrite=overwrite, what="RL", also=also)
-        self.start = last_iteration(self.out) if self.opts.resume else 0
-        self.out.mkdir(parents=True, exist_ok=True)
 
     def _load(self) -> None:
         import torch
@@ -217,24 +174,23 @@ class OnlineTrainer:
         from agent_runtime.trainers.hf import _dtype
         from agent_runtime.trainers.online.policy_gradient import add_lora, make_optimizer
 
+        start = self.iterations.start
         self.engine = TransformersEngine(self.resolved.base, dtype=_dtype())
         base = self.engine.model
-        if self.start > 0:
-            model = PeftModel.from_pretrained(
-                base, str(iteration_dir(self.out, self.start)), is_trainable=True
-            )
+        if start > 0:
+            model = PeftModel.from_pretrained(base, str(self.iterations.dir(start)), is_trainable=True)
         elif self.resolved.adapter is not None:
             model = PeftModel.from_pretrained(base, str(self.resolved.adapter), is_trainable=True)
         else:
             model = add_lora(base, self.cfg)
-        if self.start == 0:
-            iteration_dir(self.out, 0).mkdir(parents=True, exist_ok=True)
-            model.save_pretrained(str(iteration_dir(self.out, 0)))
+        if start == 0:
+            self.iterations.dir(0).mkdir(parents=True, exist_ok=True)
+            model.save_pretrained(str(self.iterations.dir(0)))
         self.ref_adapter: str | None = None
         if self.cfg.beta > 0.0 and self.resolved.adapter is not None:
             # The KL reference is the policy RL started from (the SFT adapter, iteration 0), not
             # the base with the adapter disabled: a frozen copy under another name, never saved.
-            model.load_adapter(str(iteration_dir(self.out, 0)), adapter_name=REF_ADAPTER, is_trainable=False)
+            model.load_adapter(str(self.iterations.dir(0)), adapter_name=REF_ADAPTER, is_trainable=False)
             model.set_adapter("default")
             self.ref_adapter = REF_ADAPTER
         model.eval()
@@ -242,12 +198,12 @@ class OnlineTrainer:
         self.model = model
         self.processor = self.engine.processor
         self.optimizer = make_optimizer(model, self.cfg.learning_rate)
-        if self.start > 0:
-            state = torch.load(iteration_dir(self.out, self.start) / STATE_FILE, weights_only=False)
+        if start > 0:
+            state = torch.load(self.iterations.dir(start) / STATE_FILE, weights_only=False)
             self.optimizer.load_state_dict(state["optimizer"])
             self.method.load_state_dict(state["method"])
             self.metrics = state["metrics"]
-            self.echo(f"resuming after iteration {self.start}")
+        self.iterations.announce(self.echo)
 
     def _policy(self) -> Any:
         from agent_runtime.trainers.online.policy import InProcessPolicy, ServerPolicy
@@ -286,19 +242,15 @@ class OnlineTrainer:
         policy = self._policy()
         runner = self._runner()
         try:
-            policy.publish(self.start, iteration_dir(self.out, self.start))
-            for it in range(self.start + 1, self.opts.iterations + 1):
+            policy.publish(self.iterations.start, self.iterations.dir(self.iterations.start))
+            for it in self.iterations.remaining(self.opts.iterations):
                 m = self._iteration(it, policy, runner, runtime_config)
                 self.echo(metrics_line(m))
-                policy.publish(it, iteration_dir(self.out, it))
+                policy.publish(it, self.iterations.dir(it))
         finally:
             runner.close()
             policy.close()
-        last = max(self.start, self.opts.iterations)
-        if last > 0:
-            src = iteration_dir(self.out, last)
-            for name in ("adapter_config.json", "adapter_model.safetensors"):
-                shutil.copy2(src / name, self.out / name)
+        copy_adapter(self.iterations.last(self.opts.iterations), self.out)
         return self._summaries(time.perf_counter() - started)
 
     def _iteration(self, it: int, policy: Any, runner: Any, runtime_config: Any) -> dict[str, Any]:
@@ -435,28 +387,10 @@ class OnlineTrainer:
 
     # -- outputs --------------------------------------------------------------------------------
 
-    def _manifest(self, output: Path, training: TrainingSummary, data: DataSummary) -> Manifest:
-        return Manifest(
-            kind="lora",
-            method=self.method_name,
-            role=self.cfg.role,
-            base_model=str(self.resolved.base),
-            init_adapter=str(self.resolved.adapter) if self.resolved.adapter else None,
-            output=str(output),
-            agent_runtime_version=__version__,
-            data=data,
-            hyperparameters={
-                **self.cfg.model_dump(mode="json", exclude={"base", "output_dir", "progress"}),
-                "rl": self.opts.model_dump(mode="json", exclude={"resume"}),
-            },
-            training=training,
-            serve=serve_info("lora", self.cfg.role, self.resolved.base, output, self.cfg.lora_r),
-        )
-
     def _save_iteration(self, it: int, m: dict[str, Any], episodes: list[Any]) -> None:
         import torch
 
-        where = iteration_dir(self.out, it)
+        where = self.iterations.dir(it)
         where.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(str(where), selected_adapters=["default"])
         (where / "episodes.jsonl").write_text(
@@ -471,9 +405,12 @@ class OnlineTrainer:
         torch.save(state, tmp)
         tmp.replace(where / STATE_FILE)
         data, training, _ = self._summaries(None)
-        write_manifest(self._manifest(where, training, data))
-        with (self.out / METRICS_FILE).open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(m) + "\n")
+        write_manifest(
+            lora_manifest(
+                self.method_name, self.cfg, self.opts, self.resolved, where, data=data, training=training
+            )
+        )
+        self.iterations.append_metrics(m)
 
     def _summaries(self, runtime_s: float | None) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
         rollouts = sum(m["rollouts"] for m in self.metrics)

@@ -1,6 +1,9 @@
-"""The one policy-gradient core behind GRPO, TRPO and DGRPO: clipped-ratio loss + one update step.
+"""The policy-gradient core behind online RL (TRPO and DGRPO): clipped-ratio loss + one update step.
 
-Input: :class:`~.rl_samples.StepSample` s (prompt ids, completion ids, behaviour log-probs per
+Hi-Agent's GRPO does not run through it: that trains with ``trl.GRPOTrainer``
+(:mod:`agent_runtime.trainers.hi_agent.grpo_trainer`), TRL's own loss and update.
+
+Input: :class:`~.samples.StepSample` s (prompt ids, completion ids, behaviour log-probs per
 completion token, the trajectory's advantage, its length, whether it was replayed). Per step:
 
 1. **Log-probs under the current policy.** Samples are left-padded into one batch (Qwen2.5-VL's

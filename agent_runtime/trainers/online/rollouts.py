@@ -10,9 +10,9 @@ placeholders expanded), the completion's ids and each sampled token's log-probab
 roles keep their configured models. A group is G rollouts of one instance, with different
 sampling seeds, each on its own phone.
 
-:func:`trajectory_from_run` turns a finished run into an :class:`~.rl_samples.Trajectory`:
+:func:`trajectory_from_run` turns a finished run into an :class:`~.samples.Trajectory`:
 
-* one :class:`~.rl_samples.StepTokens` per call of the trained role, **re-asks included** —
+* one :class:`~.samples.StepTokens` per call of the trained role, **re-asks included** —
   every attempt is text the policy sampled and is credited or blamed with the trajectory's
   advantage (a malformed attempt is exactly what TRPO's format penalty targets), so T counts
   calls, not executed actions;

@@ -1,4 +1,4 @@
-"""What the online RL trainers (GRPO, TRPO, DGRPO) consume: token-level steps and trajectories.
+"""What the online RL trainers (TRPO, DGRPO) consume: token-level steps and trajectories.
 
 A rollout is a :class:`Trajectory` of :class:`StepTokens` — one per policy call, exactly as the
 policy saw and wrote it: the prompt's token ids (image placeholders already expanded, so they
@@ -8,7 +8,8 @@ outcome and length; the policy-gradient core needs the tokens. :meth:`Trajectory
 flattens a trajectory into :class:`StepSample` s that carry its advantage, its length (for
 TRPO's length weighting) and whether it was replayed from a buffer (stale behaviour log-probs).
 
-Single-step GRPO (Hi-Agent) is the special case of one-step trajectories.
+Hi-Agent's single-step GRPO uses none of this: ``trl.GRPOTrainer`` samples, scores and tokenises
+its own completions (:mod:`agent_runtime.trainers.hi_agent.grpo_trainer`).
 
 Nothing here imports torch: ``multimodal`` holds whatever tensors the processor returned, untouched.
 """

@@ -17,6 +17,7 @@ from agent_runtime.simphone.adb.commands.intent import (
     short_component,
 )
 from agent_runtime.simphone.adb.context import CommandFn, Context
+from agent_runtime.simphone.apps.browser import BrowserApp
 
 LAUNCHER = "com.android.launcher3"
 SETTINGS = "com.android.settings"
@@ -62,7 +63,9 @@ def _start(ctx: Context, args: list[str]) -> int:
     already_top = phone.current_focus()[0] == package
     phone.launch(package)
     if package == BROWSER and intent.action == VIEW and intent.data:
-        phone.app(BROWSER).navigate(intent.data)
+        browser = phone.app(BROWSER)
+        assert isinstance(browser, BrowserApp)
+        browser.navigate(intent.data)
         already_top = False
     if already_top:
         ctx.print(

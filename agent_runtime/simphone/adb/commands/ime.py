@@ -13,11 +13,11 @@ from __future__ import annotations
 import base64
 import binascii
 
+from agent_runtime.android_keys import ENTER
 from agent_runtime.simphone.adb.commands.intent import Intent
 from agent_runtime.simphone.adb.context import CommandFn, Context
 
 _USER = "for user #0"
-KEY_ENTER = 66
 
 
 def deliver_broadcast(ctx: Context, intent: Intent) -> bool:
@@ -46,7 +46,7 @@ def deliver_broadcast(ctx: Context, intent: Intent) -> bool:
         if isinstance(code, int):
             phone.key(code)
     elif action == "ADB_EDITOR_CODE":
-        phone.key(KEY_ENTER)
+        phone.key(ENTER)
     elif action == "ADB_CLEAR_TEXT":
         phone.clear_text()
     return True

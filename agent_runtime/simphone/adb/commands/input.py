@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 
+from agent_runtime.android_keys import ENTER, keycode
 from agent_runtime.simphone.adb.context import CommandFn, Context
-from agent_runtime.simphone.adb.keycodes import keycode
 
 SOURCES = frozenset(
     (
@@ -93,7 +93,7 @@ def _text(ctx: Context, args: list[str]) -> None:
     phone = ctx.device.phone
     for i, part in enumerate(text.split("\n")):
         if i:
-            phone.key(66)
+            phone.key(ENTER)
         if part:
             phone.input_text(part.replace("\t", ""))
 
