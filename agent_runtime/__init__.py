@@ -1,7 +1,8 @@
 """agent-runtime: a runtime for GUI agents.
 
-The public surface is :data:`__all__`; heavy parts (torch, chromadb, adbutils, pyautogui) load
-only when used.
+The public surface is :data:`__all__`: the runtime, its configuration, devices, observations and
+actions, the events a run streams (``Runtime.stream``) and every error it raises on purpose. Heavy
+parts (torch, chromadb, adbutils, pyautogui) load only when used.
 """
 
 from __future__ import annotations
@@ -22,11 +23,23 @@ from agent_runtime.errors import (
     DependencyError,
     DeviceError,
     DeviceNotFoundError,
+    MemoryStoreError,
     ModelError,
     ParseError,
     TaskError,
     TraceError,
     TrainingError,
+)
+from agent_runtime.events import (
+    ActionExecuted,
+    Event,
+    NotesEvent,
+    Notice,
+    RoleOutputEvent,
+    RunFinished,
+    RunStarted,
+    StepStarted,
+    VerdictEvent,
 )
 from agent_runtime.observation import Observation, UIElement, compress_ui_xml, parse_ui_xml
 
@@ -47,6 +60,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Action",
+    "ActionExecuted",
     "ActionParseError",
     "ActionResult",
     "AgentRuntimeError",
@@ -58,17 +72,26 @@ __all__ = [
     "DeviceError",
     "DeviceInfo",
     "DeviceNotFoundError",
+    "Event",
+    "MemoryStoreError",
     "ModelError",
+    "NotesEvent",
+    "Notice",
     "Observation",
     "ParseError",
+    "RoleOutputEvent",
+    "RunFinished",
     "RunResult",
+    "RunStarted",
     "Runtime",
     "RuntimeConfig",
     "Size",
+    "StepStarted",
     "TaskError",
     "TraceError",
     "TrainingError",
     "UIElement",
+    "VerdictEvent",
     "__version__",
     "compress_ui_xml",
     "load_config",

@@ -22,8 +22,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from agent_runtime.coords import DEFAULT_MAX_PIXELS, DEFAULT_MIN_PIXELS, CoordSpace, ImageBudget
 from agent_runtime.errors import ConfigError
 
-ROLES = ("manager", "worker", "reflector", "notetaker", "rag")
 Role = Literal["manager", "worker", "reflector", "notetaker", "rag"]
+ROLES: tuple[Role, ...] = ("manager", "worker", "reflector", "notetaker", "rag")
 #: What a role model is shown of the screen: ``screenshot`` (VLMs), ``ui_tree`` (the compressed,
 #: indexed UI tree as text, no images: text-only models), or ``both``.
 ObservationMode = Literal["screenshot", "ui_tree", "both"]
@@ -46,6 +46,7 @@ def shows_screenshot(mode: str) -> bool:
     [True, False, True]
     """
     return mode in ("screenshot", "both")
+
 
 #: Which built-in prompt set a role model gets: ``full`` (Mobile-Agent-v3) or ``compact`` (the same
 #: reply formats in a fraction of the tokens, for small text-only models on a CPU).

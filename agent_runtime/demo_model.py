@@ -28,6 +28,7 @@ from agent_runtime.config import (
     MemoryConfig,
     ModelConfig,
     RoleConfig,
+    RunsConfig,
     RuntimeConfig,
     find_config,
 )
@@ -87,7 +88,7 @@ def demo_config(runs_dir: Path | None = None) -> RuntimeConfig:
         graph=GraphConfig(max_steps=15),
         device=DeviceConfig(spec="simphone"),
         memory=MemoryConfig(experience=False),
-        **({"runs": {"dir": runs_dir}} if runs_dir is not None else {}),
+        runs=RunsConfig(dir=runs_dir) if runs_dir is not None else RunsConfig(),
     )
 
 

@@ -7,7 +7,6 @@ compact description of its steps.
 
 from __future__ import annotations
 
-import doctest
 import io
 import json
 from pathlib import Path
@@ -413,13 +412,3 @@ def test_default_pipeline_per_role(tmp_path):
     assert names["manager"] == names["notetaker"] == ["validity", "outcome", "dedup", "reweight"]
     skipped = default_pipeline("worker", FilterSettings(skip=["consistency", "reweight"]), {})
     assert len(skipped) == 3
-
-
-def test_filter_modules_doctests():
-    import agent_runtime.trainers.data.filters.consistency as c
-    import agent_runtime.trainers.data.filters.reweight as r
-    import agent_runtime.trainers.data.matching as m
-
-    for module in (c, r, m):
-        result = doctest.testmod(module)
-        assert result.failed == 0 and result.attempted > 0, module.__name__

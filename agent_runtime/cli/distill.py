@@ -64,7 +64,11 @@ class _Progress:
         self.current.start()
         task = self.current.add_task(description, total=total)
         progress = self.current
-        return lambda n=1: progress.advance(task, n)
+
+        def advance(n: int = 1) -> None:
+            progress.advance(task, n)
+
+        return advance
 
     def echo(self, text: str) -> None:
         self.stop()
@@ -363,7 +367,7 @@ def register(app: typer.Typer) -> None:
                     raise ConfigError(f"unknown --env {env!r}", hint="online RL runs on: simphone")
                 rl = RLOptions(
                     tasks=tasks,
-                    split=split,  # type: ignore[arg-type]
+                    split=split,
                     episodes=episodes,
                     iterations=iterations,
                     tasks_per_iteration=tasks_per_iteration,
@@ -431,11 +435,11 @@ def register(app: typer.Typer) -> None:
             "judge_model": judge_model,
             "coord_epsilon": coord_epsilon,
         }
-        config = build_config(method, common, extra)
+        train_config = build_config(method, common, extra)
         console = Console(stderr=True)
         progress = _Progress(console)
         try:
-            manifest = run_distill(method, config, data, track=progress.track, echo=progress.echo)
+            manifest = run_distill(method, train_config, data, track=progress.track, echo=progress.echo)
         finally:
             progress.stop()
         final = manifest.training.losses[-1].loss if manifest.training.losses else float("nan")

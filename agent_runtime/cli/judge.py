@@ -198,12 +198,11 @@ def register(app: typer.Typer) -> None:
             task = progress.add_task("judging", total=len(runs))
             for run in runs:
                 progress.update(task, description=f"{run.run.run_id}")
-                report = judge_.judge(
-                    run,
-                    on_progress=lambda what, r=run: progress.update(
-                        task, description=f"{r.run.run_id}: {what}"
-                    ),
-                )
+
+                def on_progress(what: str, run_id: str = run.run.run_id) -> None:
+                    progress.update(task, description=f"{run_id}: {what}")
+
+                report = judge_.judge(run, on_progress=on_progress)
                 store(run, report)
                 reports.append(report)
                 progress.advance(task)

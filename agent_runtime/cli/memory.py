@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from agent_runtime.memory.store import MemoryStore
+    from agent_runtime.memory.store import CollectionName, MemoryStore
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", "-c", help="Config file (default: ./agent-runtime.toml).")
@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Show the stored chunks closest to QUERY, with their similarity."""
         store = open_store(config, directory)
-        name = "experience" if experience else "knowledge"
+        name: CollectionName = "experience" if experience else "knowledge"
         hits = store.search(query, k, name=name)
         if not hits:
             print(f"no {name} stored in {store.dir}" if store.count(name) == 0 else "no hits")

@@ -15,9 +15,19 @@ from rich.console import Console
 from rich.markup import escape
 
 from agent_runtime.cli import guarded
+from agent_runtime.events import (
+    ActionExecuted,
+    Event,
+    NotesEvent,
+    Notice,
+    RoleOutputEvent,
+    RunFinished,
+    RunStarted,
+    StepStarted,
+    VerdictEvent,
+)
 
 if TYPE_CHECKING:
-    from agent_runtime.events import Event
     from agent_runtime.traces import Redactor
 
 
@@ -45,36 +55,35 @@ class LiveView:
         self.status.stop()
 
     def show(self, event: Event) -> None:
-        kind = event.type
-        if kind == "run_started":
+        if isinstance(event, RunStarted):
             verb = "resuming" if event.resumed else "run"
             self.say(f"[bold]{verb} {event.run_id}[/] · {escape(event.task)} · {event.device}")
             self.status.update("retrieving knowledge and planning…")
-        elif kind == "notice":
+        elif isinstance(event, Notice):
             color = "yellow" if event.level == "warning" else "dim"
             self.say(f"[{color}]{escape(event.message)}[/]")
-        elif kind == "step_started":
+        elif isinstance(event, StepStarted):
             self.say(f"[bold cyan]step {event.step}[/] · {escape(event.subgoal)}")
             self.status.update(f"step {event.step}: worker choosing an action…")
-        elif kind == "role_output":
+        elif isinstance(event, RoleOutputEvent):
             self._role(event)
-        elif kind == "action_executed":
+        elif isinstance(event, ActionExecuted):
             mark = "[green]ok[/]" if event.ok else "[red]failed[/]"
             self.say(
                 f"  action    {escape(_short(event.action_screen))} {mark} "
                 f"[dim]{escape(_short(event.message, 80))} ({event.duration_ms:.0f} ms)[/]"
             )
             self.status.update(f"step {event.step}: reflecting…")
-        elif kind == "verdict":
+        elif isinstance(event, VerdictEvent):
             color = "green" if event.success else "red"
             feedback = f" — {escape(_short(event.feedback))}" if event.feedback else ""
             verdict = "SUCCESS" if event.success else "FAILURE"
             self.say(f"  verdict   [{color}]{event.outcome} {verdict}[/]{feedback}")
             self.status.update(f"step {event.step}: updating the plan…")
-        elif kind == "notes" and event.used and event.added:
+        elif isinstance(event, NotesEvent) and event.used and event.added:
             self.say(f"  notes     + {escape(_short('; '.join(event.added)))}")
 
-    def _role(self, event: Any) -> None:
+    def _role(self, event: RoleOutputEvent) -> None:
         latency = (
             f"[dim]({event.latency_ms:.0f} ms{f', {event.attempts} tries' if event.attempts > 1 else ''})[/]"
         )
@@ -135,7 +144,6 @@ def register(app: typer.Typer) -> None:
         """Run a task on a device with the configured roles; stream progress; write a trace."""
         from agent_runtime.config import load_config
         from agent_runtime.errors import ConfigError
-        from agent_runtime.events import RunFinished
         from agent_runtime.runtime import Runtime
         from agent_runtime.traces import Redactor
 
@@ -190,7 +198,7 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(0 if final.success else 1)
 
 
-def _report(console: Console, final: Any) -> None:
+def _report(console: Console, final: RunFinished) -> None:
     if final.status == "error" and final.error:
         console.print(f"[bold red]error:[/] {escape(final.error.get('message', ''))}", highlight=False)
         if final.error.get("hint"):

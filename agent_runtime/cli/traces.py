@@ -91,8 +91,8 @@ def register(app: typer.Typer) -> None:
         records: list[tuple[float, Path, RunRecord | None, str]] = []
         for run_dir in iter_runs(root):
             try:
-                run = RunRecord.model_validate_json((run_dir / "run.json").read_text(encoding="utf-8"))
-                records.append((run.created_at, run_dir, run, ""))
+                record = RunRecord.model_validate_json((run_dir / "run.json").read_text(encoding="utf-8"))
+                records.append((record.created_at, run_dir, record, ""))
             except (OSError, ValueError) as exc:
                 records.append((0.0, run_dir, None, str(TraceError(str(exc)))))
         # Ids sort by second only; created_at orders runs started within the same second.

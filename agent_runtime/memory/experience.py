@@ -125,7 +125,8 @@ def run_apps(run: LoadedRun) -> list[str]:
         for key in ("app", "foreground_app", "package"):
             if isinstance(extra.get(key), str) and extra[key]:
                 apps.append(extra[key])
-    details = run.run.device.get("details") if isinstance(run.run.device.get("details"), dict) else {}
+    raw = run.run.device.get("details")
+    details: dict[str, Any] = raw if isinstance(raw, dict) else {}
     for source in (run.run.device, details):
         for key in ("app", "foreground_app"):
             if isinstance(source.get(key), str) and source[key]:

@@ -126,7 +126,8 @@ def search_web(query: str, *, backend: str, timeout_s: float, max_results: int =
 
     def work() -> None:
         try:
-            ddgs = DDGS(timeout=timeout_s * DDGS_TIMEOUT_SHARE)
+            # ddgs annotates an int, but hands it to primp.Client and futures.wait: float seconds
+            ddgs = DDGS(timeout=timeout_s * DDGS_TIMEOUT_SHARE)  # type: ignore[arg-type]
             box["results"] = ddgs.text(query, backend=backend, max_results=max_results)
         except Exception as exc:  # noqa: BLE001 — ddgs wraps network errors inconsistently
             box["error"] = exc
