@@ -22,7 +22,7 @@ import time
 from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +33,8 @@ from agent_runtime.events import Event, Notice, RunFinished, RunStarted
 from agent_runtime.traces import RunRecord, RunStatus, TraceWriter, Usage, find_run, load_run, new_run_id
 
 if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
     from agent_runtime.graphs.context import RunContext
 
 _ROLE_TEMPLATES: dict[str, str] = {
@@ -286,20 +288,18 @@ class Runtime:
                 device=info.spec,
                 resumed=plan.previous is not None,
             )
-            graph_config: dict[str, Any] = {"configurable": {"thread_id": plan.run_id}}
+            graph_config: RunnableConfig = {"configurable": {"thread_id": plan.run_id}}
             graph_input = yield from _graph_input(app, graph_config, plan, platform)
-            limit = (graph_input or app.get_state(graph_config).values).get("max_steps", plan.max_steps)  # type: ignore[arg-type]
+            limit = (graph_input or app.get_state(graph_config).values).get("max_steps", plan.max_steps)
             graph_config["recursion_limit"] = limit * 6 + 20
-            yield from app.stream(
-                graph_input,
-                graph_config,  # type: ignore[arg-type]
-                context=ctx,
-                stream_mode="custom",
-                durability="sync",
-            )
-            final = app.get_state(graph_config).values  # type: ignore[arg-type]
+            # The custom stream carries exactly what the nodes emitted: our events.
+            for event in app.stream(
+                graph_input, graph_config, context=ctx, stream_mode="custom", durability="sync"
+            ):
+                yield cast(Event, event)
+            final = app.get_state(graph_config).values
             ctx.close()
-            status = final.get("status") or "error"
+            status: RunStatus = final.get("status") or "error"
             record = self._finish(
                 record,
                 ctx,
@@ -420,7 +420,7 @@ class _Plan:
 
 
 def _graph_input(
-    app: Any, graph_config: dict[str, Any], plan: _Plan, platform: str
+    app: Any, graph_config: RunnableConfig, plan: _Plan, platform: str
 ) -> Generator[Event, None, Any]:
     """The graph's input: a fresh state, or None to continue from the last checkpoint.
 

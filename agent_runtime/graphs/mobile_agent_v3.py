@@ -99,6 +99,7 @@ def plan_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     inputs = manager_inputs(
         state, pending, obs=obs, mode=mode, device_word=ctx.device_word, graph=ctx.config.graph
     )
+    sections: tuple[str, ...]
     if init:
         sections, call_step = manager.SECTIONS_INIT, -1
     else:

@@ -12,7 +12,7 @@ import functools
 import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -74,7 +74,10 @@ class DataOptions(BaseModel):
 
 
 def _silent_track(description: str, total: int | None) -> Advance:
-    return lambda n=1: None
+    def advance(n: int = 1) -> None:
+        """Progress goes nowhere: the caller asked for no progress display."""
+
+    return advance
 
 
 def check_method(method: str) -> None:
@@ -168,7 +171,7 @@ def distill(
     if runner is None:
         raise ConfigError(f"training method {method!r} is listed but has no runner in this build")
     summary, training, extra = runner(config, resolved, data, track, echo)
-    kind = "lora" if config.lora else "full"
+    kind: Literal["lora", "full"] = "lora" if config.lora else "full"
     manifest = Manifest(
         kind=kind,
         method=method,

@@ -165,7 +165,7 @@ class Judge:
             if result.output is None:
                 report.trajectory_error = f"caption of {ref} never parsed: {result.error}"
                 return
-            captions[ref] = result.output
+            captions[ref] = result.output.text
         steps = [
             TrajectoryStep(
                 index=n + 1,

@@ -68,12 +68,24 @@ def parse_trajectory_verdict(text: str) -> TrajectoryChannelOutput:
     return TrajectoryChannelOutput(verdict=verdict, reasoning=sections.get("reasoning", "").strip())  # type: ignore[arg-type]
 
 
-def parse_caption(text: str) -> str:
-    """A caption reply: the text under ``### Caption ###`` if present, else the whole reply."""
+class Caption(BaseModel):
+    """One screenshot described in words (the text-only trajectory critic reads these)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+
+
+def parse_caption(text: str) -> Caption:
+    """A caption reply: the text under ``### Caption ###`` if present, else the whole reply.
+
+    >>> parse_caption("The Clock app,   Alarms tab.").text
+    'The Clock app, Alarms tab.'
+    """
     caption = strip_markup(split_sections(text, ("Caption",)).get("caption") or text)
     if not caption:
         raise ParseError("the caption is empty", hint="describe the screenshot in one or two sentences")
-    return " ".join(caption.split())
+    return Caption(text=" ".join(caption.split()))
 
 
 def pick_images(n_screens: int, max_images: int) -> list[int]:

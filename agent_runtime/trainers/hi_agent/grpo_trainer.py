@@ -173,13 +173,15 @@ class RewardLog:
     def __init__(self) -> None:
         self.values: dict[str, list[float]] = {}
 
-    def wrap(self, func: RewardFunc) -> RewardFunc:
+    def wrap(self, func: RewardFunc) -> Callable[..., list[float | None]]:
+        """``func`` as TRL calls it (a reward per completion, ``None`` where it does not apply),
+        logging what it returns."""
         name = func.__name__
 
-        def logged(completions: list[Any], **kwargs: Any) -> list[float]:
+        def logged(completions: list[Any], **kwargs: Any) -> list[float | None]:
             out = func(completions, **kwargs)
             self.values.setdefault(name, []).extend(float(v) for v in out if v is not None)
-            return out
+            return [*out]
 
         logged.__name__ = name  # TRL names its reward columns after the function
         return logged

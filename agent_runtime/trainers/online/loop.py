@@ -208,14 +208,22 @@ class OnlineTrainer:
     def _policy(self) -> Any:
         from agent_runtime.trainers.online.policy import InProcessPolicy, ServerPolicy
 
-        sampling = {
-            "temperature": self.cfg.temperature,
-            "top_p": self.cfg.top_p,
-            "max_tokens": self.cfg.max_new_tokens,
-        }
+        cfg = self.cfg
         if self.opts.server_url:
-            return ServerPolicy(self.opts.server_url, self.opts.served_name, **sampling)
-        return InProcessPolicy(self.engine, self.opts.served_name, **sampling)
+            return ServerPolicy(
+                self.opts.server_url,
+                self.opts.served_name,
+                temperature=cfg.temperature,
+                top_p=cfg.top_p,
+                max_tokens=cfg.max_new_tokens,
+            )
+        return InProcessPolicy(
+            self.engine,
+            self.opts.served_name,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            max_tokens=cfg.max_new_tokens,
+        )
 
     def _runner(self) -> Any:
         if self.opts.ray_address:

@@ -392,7 +392,7 @@ def policy_gradient_step(
         clip_fraction=totals["clipped"] / onpolicy_tokens,
         ratio_mean=totals["ratio"] / onpolicy_tokens if totals["onpolicy"] else 1.0,
         grad_norm=grad_norm,
-        tokens=totals["tokens"],
+        tokens=int(totals["tokens"]),
         samples=len(samples),
         replay_samples=sum(1 for s in samples if s.is_replay),
     )

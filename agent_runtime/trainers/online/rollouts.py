@@ -182,7 +182,7 @@ def trajectory_from_run(
             StepTokens(
                 prompt_ids=prompt_ids,
                 completion_ids=rl["token_ids"],
-                behaviour_logprobs=[min(x, 0.0) for x in rl["logprobs"]],
+                behaviour_logprobs=tuple(min(x, 0.0) for x in rl["logprobs"]),
                 multimodal=multimodal,
             )
         )

@@ -105,8 +105,8 @@ FAIL_WORDS = (
     "doesn't exist",
     "no way",
 )
-_VERTICAL = ("up", "down", "top", "bottom", "upward", "downward")
-_HORIZONTAL = ("left", "right", "leftward", "rightward")
+_VERTICAL: tuple[str, ...] = ("up", "down", "top", "bottom", "upward", "downward")
+_HORIZONTAL: tuple[str, ...] = ("left", "right", "leftward", "rightward")
 
 _TREE_LINE = re.compile(
     r"^\s*(?:\[\d+\]\s*)?[^;\n]*;[^;\n]*;\s*(?P<label>.*?);\s*\[(\d+),(\d+)\]\[(\d+),(\d+)\]\s*$",
@@ -129,9 +129,11 @@ def tree_elements(prompt: str) -> list[tuple[str, tuple[int, int, int, int]]]:
     >>> tree_elements("Button; clickable; Save; [10,20][110,80]")
     [('Save', (10, 20, 110, 80))]
     """
-    return [
-        (m["label"].strip(), tuple(int(m.group(i)) for i in range(2, 6))) for m in _TREE_LINE.finditer(prompt)
-    ]  # type: ignore[misc]
+    found = []
+    for m in _TREE_LINE.finditer(prompt):
+        left, top, right, bottom = (int(m.group(i)) for i in range(2, 6))
+        found.append((m["label"].strip(), (left, top, right, bottom)))
+    return found
 
 
 def element_at(prompt: str, x: float, y: float) -> str | None:
