@@ -9,6 +9,7 @@ from agent_runtime.config import GraphConfig, ModelConfig, RoleConfig, RuntimeCo
 from agent_runtime.observation import compact_rows
 from agent_runtime.simphone import SimPhone
 from agent_runtime.traces import load_run
+from agent_runtime.trainers.data.samples import samples_from_run
 from agent_runtime.trainers.demos.traces import DemoOptions, write_demos
 from tests.doubles import worker_reply
 from tests.test_graph import phone_with_wifi_off
@@ -90,7 +91,7 @@ def test_demos_record_compact_prompts_and_only_the_chosen_roles(tmp_path):
     report = write_demos(options, tmp_path)
     assert report.runs and set(report.calls) == {"manager", "worker"}
     run_ = load_run(report.runs[0])
-    managers = run_.calls_for("manager")
+    managers = samples_from_run(run_, ["manager"])  # what training reads of the recorded calls
     assert [c.step for c in managers] == [-1]  # update_share 0: the first plan only
     prompt = run_.calls_for("worker")[0].messages[0]["content"][0]["text"]
     assert prompt.startswith("Operate a phone") and "text [index] (kind; flags)" in prompt

@@ -1,8 +1,10 @@
-"""SimPhone demonstrations for every role, written as runtime traces that trainers read."""
+"""SimPhone demonstrations: the oracle plays every role through the real graph; trainers read the runs."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -14,15 +16,17 @@ from agent_runtime.runtime import Runtime
 from agent_runtime.simphone import SimPhone
 from agent_runtime.simphone.tasks import make_task
 from agent_runtime.traces import iter_runs, load_run
+from agent_runtime.trainers.data.datasets import assistant, to_text_conversational
 from agent_runtime.trainers.data.filters import apply_filters
 from agent_runtime.trainers.data.filters.pipeline import default_pipeline
 from agent_runtime.trainers.data.filters.reweight import success_rates
-from agent_runtime.trainers.data.samples import collect_samples
+from agent_runtime.trainers.data.samples import NOT_A_TARGET, collect_samples, samples_from_run
 from agent_runtime.trainers.demos.traces import DemoOptions, write_demos
 from agent_runtime.trainers.distill import DataOptions
 from tests.doubles import ScriptedChatModel
 
 TEMPLATES = "SettingsToggle,ContactsPhoneQuestion"
+GOLDEN = Path(__file__).parent / "data" / "oracle_demo_rows.json"
 PARSERS = {
     "manager": manager.parse_manager,
     "worker": worker.parse_worker,
@@ -103,7 +107,7 @@ def test_perturbed_steps_teach_b_and_c_verdicts_and_recovery(perturbed):
     for run_dir in iter_runs(out):
         run = load_run(run_dir)
         assert run.run.eval["task_success"] is True  # the expert recovered every time
-        worker_steps = {c.step for c in run.calls_for("worker")}
+        worker_steps = {s.step for s in samples_from_run(run, ["worker"])}
         reflections = {c.step: c for c in run.calls_for("reflector")}
         for i, step in enumerate(run.steps):
             if step.verdict is None or step.verdict.success:
@@ -112,7 +116,9 @@ def test_perturbed_steps_teach_b_and_c_verdicts_and_recovery(perturbed):
             # The Reflector's target says so, with a reason; the wrong action is no Worker target.
             target = reflections[step.step].parsed
             assert target["outcome"] == step.verdict.outcome and target["error_description"]
-            assert step.step not in worker_steps
+            # The graph asked the Worker, so the call is recorded — marked, never a sample.
+            asked = next(c for c in run.calls_for("worker") if c.step == step.step)
+            assert asked.extra[NOT_A_TARGET] and step.step not in worker_steps
             nxt = run.steps[i + 1]
             if step.verdict.outcome == "B":
                 assert nxt.action == {"action": "system_button", "button": "Back"} and nxt.verdict.success
@@ -187,3 +193,43 @@ def test_cli_writes_demos_and_rejects_bad_options(tmp_path):
     assert bad.exit_code == 2 and "--perturb" in bad.output and "Traceback" not in bad.output
     bad = runner.invoke(app, ["simphone", "demos", "--out", str(tmp_path), "--observation", "pixels"])
     assert bad.exit_code == 2 and "observation" in bad.output
+
+
+def training_rows(runs_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """Per role, in call order: the rows ``distill --method sft`` builds from the training targets
+    (``build_sft_dataset``'s text-only prompt and completion) with the call's step."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for s in collect_samples(runs_dir).samples:
+        rows.setdefault(s.role, []).append(
+            {
+                "step": s.step,
+                "prompt": to_text_conversational(s.messages),
+                "completion": assistant(s.completion, text_only=True),
+            }
+        )
+    return rows
+
+
+def test_the_records_of_a_fixed_task_and_seed_are_what_training_reads(tmp_path):
+    """Mistakes, Back, B verdicts and left-out Manager updates included, the episode's training
+    rows are the checked-in ones (see ``about`` in the file; rewrite it with ``python -m
+    tests.test_oracle_traces`` after a deliberate change to prompts, SimPhone or the oracle)."""
+    golden = json.loads(GOLDEN.read_text())
+    report = write_demos(DemoOptions(**golden["options"]), tmp_path)
+    assert report.model_dump(mode="json", exclude={"runs", "seconds"}) == golden["report"]
+    rows = training_rows(tmp_path)
+    assert sorted(rows) == sorted(golden["rows"])
+    for role, expected in golden["rows"].items():
+        assert rows[role] == expected, role
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        doc = json.loads(GOLDEN.read_text())
+        done = write_demos(DemoOptions(**doc["options"]), tmp)
+        doc.update(
+            report=done.model_dump(mode="json", exclude={"runs", "seconds"}), rows=training_rows(Path(tmp))
+        )
+    GOLDEN.write_text(json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True) + "\n")

@@ -49,7 +49,7 @@ def register(app: typer.Typer) -> None:
         ] = 0.0,
         roles: Annotated[
             str,
-            typer.Option("--roles", help="Roles whose calls are recorded, comma-separated."),
+            typer.Option("--roles", help="Roles whose calls are training targets, comma-separated."),
         ] = "manager,worker,reflector,notetaker",
         update_share: Annotated[
             float,
@@ -57,14 +57,14 @@ def register(app: typer.Typer) -> None:
                 "--update-share",
                 min=0.0,
                 max=1.0,
-                help="Share of Manager plan updates recorded (first plans always are).",
+                help="Share of Manager plan updates that are training targets (first plans always are).",
             ),
         ] = 1.0,
         as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
     ) -> None:
-        """Let SimPhone's expert play tasks and record ideal Manager/Worker/Reflector/Notetaker calls.
+        """Let SimPhone's expert play tasks through the agent graph, answering every role ideally.
 
-        The runs are ordinary traces: train on them with
+        The runs are ordinary runs of the runtime: train on them with
         ``agent-runtime distill --method sft --role worker --runs-dir OUT``.
         """
         from agent_runtime.config import OBSERVATION_MODES
@@ -94,8 +94,8 @@ def register(app: typer.Typer) -> None:
             tasks=tasks,
             episodes=episodes,
             seed=seed,
-            observation=observation,  # type: ignore[arg-type]
-            prompts=prompts,  # type: ignore[arg-type]
+            observation=observation,
+            prompts=prompts,
             perturb=perturb,
             roles=chosen,
             update_share=update_share,

@@ -5,11 +5,11 @@ What each role is shown of the screen is decided here too: a role's model config
 uiautomator tree (MobileRL App. D) with ``[i]`` element indices and **no image parts at all**;
 VLMs get screenshots; ``both`` gets the two.
 
-The Mobile-Agent-v3 nodes and the SimPhone demonstration writer
-(:mod:`agent_runtime.trainers.demos.traces`) both call these builders with the same kind of
-state (an :class:`~agent_runtime.graphs.state.AgentState` and the
-:class:`~agent_runtime.graphs.state.Step` in progress), so the prompts a model is trained on are
-exactly the prompts it meets at run time, in every observation mode.
+The Mobile-Agent-v3 nodes call these builders with the run's
+:class:`~agent_runtime.graphs.state.AgentState` and the :class:`~agent_runtime.graphs.state.Step`
+in progress. SimPhone's demonstrations (:mod:`agent_runtime.trainers.demos.traces`) are runs of
+this same graph, so the prompts a model is trained on are exactly the prompts it meets at run
+time, in every observation mode.
 """
 
 from __future__ import annotations

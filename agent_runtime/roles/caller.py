@@ -27,6 +27,8 @@ from agent_runtime.traces import CallRecord, Usage
 
 T = TypeVar("T", bound=BaseModel)
 
+#: The ``response_metadata`` key whose dict a reply adds to its call record's ``extra``.
+RECORD_LABELS = "record_labels"
 #: Longest completion kept verbatim in a re-ask (a runaway reply is cut, not resent whole).
 _REASK_ECHO_CHARS = 4000
 
@@ -166,7 +168,7 @@ class RoleCaller:
                         parse_error=None if parsed is not None else error,
                         latency_ms=latency_ms,
                         usage=call_usage,
-                        extra=dict(extra or {}) | rl_fields(reply),
+                        extra=dict(extra or {}) | rl_fields(reply) | reply_labels(reply),
                     )
                 )
             if parsed is not None:
@@ -229,6 +231,19 @@ class RoleCaller:
         meta = getattr(reply, "response_metadata", None) or {}
         model_name = str(meta.get("model") or meta.get("model_name") or self.model_id)
         return reply, latency_ms, model_name
+
+
+def reply_labels(reply: BaseMessage) -> dict[str, Any]:
+    """Labels a chat model attached to its reply for the call record (``response_metadata``
+    under :data:`RECORD_LABELS`), else nothing.
+
+    An in-process model that knows more about its reply than the text says puts it here — the
+    SimPhone oracle marks the calls that are no training target — so the record still comes
+    from this caller, like every other one.
+    """
+    meta = getattr(reply, "response_metadata", None) or {}
+    labels = meta.get(RECORD_LABELS)
+    return dict(labels) if isinstance(labels, dict) else {}
 
 
 def rl_fields(reply: BaseMessage) -> dict[str, Any]:

@@ -13,6 +13,10 @@ the labels the filters need:
 Images are resolved only when a dataset is built (:mod:`agent_runtime.trainers.data.datasets`), so
 filtering thousands of samples never decodes a PNG. ``image_hashes`` (SHA-1 of the referenced
 screenshots) serve de-duplication and same-screen matching without decoding either.
+
+A call whose record says ``extra["not_a_target"]`` (with the reason) is never a sample: the
+SimPhone oracle's runs mark so the Worker call of a deliberately wrong action, Manager updates
+left out by ``update_share`` and the roles a demonstration does not teach.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ Outcome = Literal["success", "failure", "unknown"]
 TRAINABLE_ROLES = ("manager", "worker", "reflector", "notetaker")
 
 _FAILED_STATUSES = {"failed", "gave_up", "max_steps", "error"}
+#: ``CallRecord.extra`` key of a call that training must not read (its value says why).
+NOT_A_TARGET = "not_a_target"
 
 
 class Sample(BaseModel):
@@ -151,7 +157,8 @@ def _step_fields(step: StepRecord | None, hasher: _Hasher) -> dict[str, Any]:
 
 
 def samples_from_run(run: LoadedRun, roles: Iterable[str] | None = None) -> list[Sample]:
-    """One sample per role call of ``run`` (critic labels merged), in call order."""
+    """One sample per role call of ``run`` that is a training target (critic labels merged), in
+    call order."""
     run = merge_step_labels(run)
     wanted = set(roles) if roles is not None else None
     outcome, source = run_outcome(run)
@@ -161,7 +168,7 @@ def samples_from_run(run: LoadedRun, roles: Iterable[str] | None = None) -> list
     hasher = _Hasher(run)
     out: list[Sample] = []
     for call in run.calls:
-        if wanted is not None and call.role not in wanted:
+        if (wanted is not None and call.role not in wanted) or call.extra.get(NOT_A_TARGET):
             continue
         out.append(
             _sample(run, call, steps.get(call.step), hasher, outcome, source, key, traj.get("correct"))
