@@ -97,10 +97,64 @@ def test_version_and_device_lists(client: Any) -> None:
     assert [d.serial for d in client.device_list()] == ["emulator-5554", "emulator-5556"]
 
 
-def test_features_leave_out_shell_v2(device: Any) -> None:
+def test_features_offer_shell_v2_but_not_stat_v2(device: Any) -> None:
     features = device.get_features().split(",")
-    assert "shell_v2" not in features and "stat_v2" not in features
+    assert "shell_v2" in features and "stat_v2" not in features and "cmd" not in features
     assert device.get_state() == "device" and device.get_serialno() == "emulator-5554"
+
+
+def test_shell2_exit_codes_over_v1_and_v2(device: Any) -> None:
+    for v2 in (False, True):
+        assert device.shell2("false", v2=v2).returncode == 1
+        assert device.shell2("true", v2=v2).returncode == 0
+        missing = device.shell2("nosuch-command", v2=v2)
+        assert missing.returncode == 127 and "inaccessible or not found" in missing.output
+        bad = device.shell2("input tap nan nan", v2=v2)
+        assert bad.returncode == 255 and "NumberFormatException" in bad.output
+    split = device.shell2("echo out; echo err >&2; exit 3", v2=True)
+    assert (split.returncode, split.stdout, split.stderr) == (3, "out\n", "err\n")
+
+
+def v2_session(port: int, service: str, *packets: tuple[int, bytes]) -> tuple[bytes, bytes, int]:
+    """Run a shell,v2 service on a raw socket: send stdin packets, return (stdout, stderr, exit code)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        for request in ("host:transport:emulator-5554", service):
+            sock.sendall(f"{len(request):04x}{request}".encode())
+        for kind, data in packets:
+            sock.sendall(bytes([kind]) + len(data).to_bytes(4, "little") + data)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    assert data.startswith(b"OKAYOKAY")
+    data, streams, status = data[8:], {1: b"", 2: b""}, -1
+    while data:
+        kind, length = data[0], int.from_bytes(data[1:5], "little")
+        body, data = data[5 : 5 + length], data[5 + length :]
+        if kind == 3:
+            status = body[0]
+        else:
+            streams[kind] += body
+    return streams[1], streams[2], status
+
+
+def test_shell_v2_protocol_stdin_and_sessions(server: AdbServer) -> None:
+    port = server.port
+    assert v2_session(port, "shell,v2,raw:false") == (b"", b"", 1)
+    assert v2_session(port, "shell,v2,raw:cat | grep b", (0, b"a\nb"), (0, b"c\n"), (4, b"")) == (
+        b"bc\n",
+        b"",
+        0,
+    )
+    script = (0, b"echo one\nfalse\necho $?; ls /nope\necho tw"), (0, b"o"), (5, b"24x80,0x0\0"), (4, b"")
+    assert v2_session(port, "shell,v2,TERM=xterm,raw:", *script) == (
+        b"one\n1\ntwo\n",
+        b"ls: /nope: No such file or directory\n",
+        0,
+    )
+    assert v2_session(port, "shell,v2,raw:", (0, b"exit 7\necho never\n"))[2] == 7
+    out, _, status = v2_session(port, "shell,v2,TERM=xterm,pty:", (0, b"echo hi\rexit 5\r"))
+    assert status == 5 and out.startswith(b"simphone:/ $ ") and b"\r\nhi\r\nsimphone:/ $ exit 5" in out
+    assert v2_session(port, "shell,v2,pty:echo a; echo b") == (b"a\r\nb\r\n", b"", 0)
 
 
 def test_transport_errors(server: AdbServer, client: Any) -> None:
@@ -114,6 +168,12 @@ def test_transport_errors(server: AdbServer, client: Any) -> None:
     reply = raw_request(server.port, "host:tport:serial:emulator-5556", "shell:getprop ro.serialno")
     assert reply == b"OKAY" + (2).to_bytes(8, "little") + b"OKAY" + b"emulator-5556\n"
     assert raw_request(server.port, "host:transport-id:1", "shell:echo one") == b"OKAYOKAYone\n"
+    # the legacy stream stays exactly as it was: no framing, stderr interleaved, no exit code
+    assert raw_request(server.port, "host:transport-id:1", "shell:echo a; ls /nope; false") == (
+        b"OKAYOKAYa\nls: /nope: No such file or directory\n"
+    )
+    assert raw_request(server.port, "host:list-forward") == b"OKAY0000"
+    assert raw_request(server.port, "host-serial:emulator-5554:list-forward") == b"OKAY0000"
 
 
 # -- shell over the wire -----------------------------------------------------------------------------

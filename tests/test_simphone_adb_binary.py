@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -29,11 +30,13 @@ def adb(server: AdbServer) -> Adb:
     if not binary.is_file():
         pytest.skip(f"this adbutils wheel ships no adb binary at {binary}")
 
-    def run(*args: str, serial: str | None = "emulator-5554") -> subprocess.CompletedProcess[bytes]:
+    def run(
+        *args: str, serial: str | None = "emulator-5554", stdin: bytes = b""
+    ) -> subprocess.CompletedProcess[bytes]:
         where = ["-s", serial] if serial else []
         # The server is up before adb runs, so adb never starts a daemon of its own.
         return subprocess.run(
-            [binary, "-P", str(server.port), *where, *args], capture_output=True, timeout=30
+            [binary, "-P", str(server.port), *where, *args], capture_output=True, timeout=30, input=stdin
         )
 
     return run
@@ -84,5 +87,63 @@ def test_push_pull_and_quoted_shell_arguments(adb: Adb, tmp_path: Path) -> None:
 
 
 def test_unknown_command(adb: Adb) -> None:
-    result = adb("shell", "frobnicate --now")
-    assert result.stdout == b"/system/bin/sh: frobnicate: inaccessible or not found\n"
+    result = adb("shell", "frobnicate --now")  # shell_v2: the message on stderr, as on a phone
+    assert result.stderr == b"/system/bin/sh: frobnicate: inaccessible or not found\n"
+    assert result.returncode == 127 and result.stdout == b""
+
+
+def test_exit_codes_and_stdin_over_shell_v2(adb: Adb) -> None:
+    """Acceptance: `adb shell false; echo $?` prints 1; `printf 'echo hi\\n' | adb shell` returns."""
+    assert adb("shell", "false").returncode == 1
+    assert adb("shell", "true").returncode == 0
+    assert adb("shell", "exit 3").returncode == 3
+    assert adb("shell", "nosuch").returncode == 127
+    tee = adb("shell", "-T", "echo", "hi")
+    assert (tee.returncode, tee.stdout) == (0, b"hi\n")
+    started = time.monotonic()
+    piped = adb("shell", stdin=b"echo hi\n")
+    assert (piped.returncode, piped.stdout) == (0, b"hi\n") and time.monotonic() - started < 5
+    assert adb("shell", stdin=b"echo a\nexit 4\necho b\n").returncode == 4
+    cat = adb("shell", "cat | grep -c x", stdin=b"x1\ny\nx2\n")
+    assert (cat.returncode, cat.stdout) == (0, b"2\n")
+    split = adb("shell", "echo out; ls /nope")
+    assert (split.returncode, split.stdout, split.stderr) == (
+        1,
+        b"out\n",
+        b"ls: /nope: No such file or directory\n",
+    )
+    tty = adb("shell", "-tt", "echo a")
+    assert (tty.returncode, tty.stdout) == (0, b"a\r\n")
+
+
+def test_non_finite_arguments_are_errors_not_crashes(adb: Adb) -> None:
+    for line in (
+        "input tap nan nan",
+        "input swipe 1 1 inf 2",
+        "sleep inf",
+        "sleep 1e9",
+        "mkdir -p " + "a/" * 3000,
+    ):
+        result = adb("shell", line)
+        assert result.returncode != 0 and result.stderr, line
+        assert b"internal error" not in result.stderr + result.stdout, line
+
+
+def test_install_of_a_bad_file_fails(adb: Adb, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.apk"
+    bad.write_bytes(b"not an apk")
+    result = adb("install", str(bad))
+    assert result.returncode != 0 and b"Failure [INSTALL_PARSE_FAILED_NOT_APK" in result.stdout
+    assert adb("shell", "ls /data/local/tmp").stdout == b""  # adb removed its copy
+
+
+def test_forward_list_is_empty(adb: Adb) -> None:
+    result = adb("forward", "--list")
+    assert result.returncode == 0 and result.stdout.strip() == b""
+
+
+def test_swipe_takes_its_duration(adb: Adb, server: AdbServer) -> None:
+    started = time.monotonic()
+    assert adb("shell", "input swipe 540 1800 540 600 600").returncode == 0
+    assert time.monotonic() - started >= 0.6
+    assert server.shells["emulator-5554"].phone.apps["com.android.launcher3"].screen.name == "drawer"

@@ -268,3 +268,131 @@ def test_screencap_and_uiautomator_write_files(shell: AndroidShell) -> None:
     result = shell.run("uiautomator dump /nonexistent/dir/dump.xml")
     assert result.status == 1 and result.output.startswith(b"ERROR: could not write")
     assert out(shell, "uiautomator dump /dev/tty").startswith("<?xml")
+
+
+# -- exit codes, bad numbers, the commands real clients call -----------------------------------------
+
+
+def test_exit_and_assignments_and_dev_null(shell: AndroidShell) -> None:
+    assert shell.run("false").status == 1 and shell.run("true").status == 0
+    result = shell.run("echo a; exit 3; echo b")
+    assert (result.output, result.status, result.exited) == (b"a\n", 3, True)
+    assert shell.run("false; exit").status == 1
+    assert out(shell, "ANDROID_LOG_TAGS='*:s' LANG=C echo hi") == "hi\n"
+    assert shell.run("FOO=bar").status == 0
+    assert out(shell, "cat </dev/null; echo $?") == "0\n"
+    assert out(shell, "sh -c 'echo a; exit 4'; echo $?") == "a\n4\n"
+    split = shell.run("echo out; ls /nope")
+    assert (split.stdout, split.stderr) == (b"out\n", b"ls: /nope: No such file or directory\n")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "input tap nan nan",
+        "input tap 1e300 5",
+        "input swipe 1 1 inf 2",
+        "input swipe 1 1 2 2 1e12",
+        "input keyevent --duration inf 3",
+        "sleep inf",
+        "sleep 1e9",
+        "sleep nan",
+        "head -n 1e9",
+        "dumpsys battery set level inf",
+        "mkdir -p " + "a/" * 3000,
+        "mkdir -p /sdcard/" + "x" * 300,
+    ],
+)
+def test_absurd_numbers_are_clean_errors(shell: AndroidShell, line: str) -> None:
+    result = shell.run(line)
+    assert result.status != 0 and result.stderr and not result.stdout
+    assert b"internal error" not in result.output and b"Traceback" not in result.output
+
+
+def test_deep_mkdir_within_path_max(shell: AndroidShell) -> None:
+    deep = "/sdcard/" + "/".join(["d"] * 1500)
+    assert shell.run(f"mkdir -p {deep} && touch {deep}/f").status == 0
+    assert shell.fs.exists(deep + "/f")
+
+
+def test_cmd_statusbar_package_and_unknown_services(shell: AndroidShell) -> None:
+    assert shell.run("cmd statusbar expand-notifications").status == 0
+    assert "mExpandedVisible=true" in out(shell, "dumpsys statusbar")
+    assert shell.run("cmd statusbar collapse").status == 0 and shell.statusbar == "collapsed"
+    assert out(shell, "cmd package list packages -3") == out(shell, "pm list packages -3")
+    result = shell.run("cmd frobnicator do")
+    assert (result.status, result.stderr) == (20, b"cmd: Can't find service: frobnicator\n")
+    assert shell.run("cmd statusbar warp").status == 255
+    shell.run("cmd activity start -n com.android.deskclock/.DeskClock")
+    assert shell.phone.current_focus()[0] == "com.android.deskclock"
+
+
+def test_ps_and_pidof_follow_running_apps(shell: AndroidShell) -> None:
+    assert out(shell, "pidof com.android.deskclock; echo $?") == "1\n"
+    shell.run("monkey -p com.android.deskclock -c android.intent.category.LAUNCHER 1")
+    pid = out(shell, "pidof com.android.deskclock").strip()
+    assert pid.isdigit() and f"pid={pid}" in out(shell, "dumpsys activity top")
+    listing = out(shell, "ps -A").splitlines()
+    assert listing[0].split() == ["USER", "PID", "PPID", "VSZ", "RSS", "WCHAN", "ADDR", "S", "NAME"]
+    assert any(line.split()[1] == pid and line.endswith("com.android.deskclock") for line in listing)
+    assert "system_server" in out(shell, "ps -A | grep system_server")
+    assert "system_server" not in out(shell, "ps")  # without -A: only the shell's own processes
+    assert out(shell, "ps -A -o PID,NAME | grep deskclock").split() == [pid, "com.android.deskclock"]
+    shell.run("am force-stop com.android.deskclock")
+    assert shell.run("pidof com.android.deskclock").status == 1
+    assert shell.run("ps -o BOGUS").status == 1
+
+
+def test_content_settings_agree_with_settings(shell: AndroidShell) -> None:
+    shell.run("settings put system screen_brightness 77")
+    query = "content query --uri content://settings/system --where \"name='screen_brightness'\""
+    assert out(shell, query) == "Row: 0 _id=3, name=screen_brightness, value=77\n"
+    assert out(shell, f"{query} --projection value") == "Row: 0 value=77\n"
+    insert = "content insert --uri content://settings/global --bind name:s:stay_on --bind value:i:3"
+    assert shell.run(insert).status == 0
+    assert out(shell, "settings get global stay_on") == "3\n"
+    assert "name=android_id" in out(shell, "content query --uri content://settings/secure")
+    assert out(shell, "content query --uri content://settings/global/nope") == "No result found.\n"
+    assert shell.run("content query --uri content://contacts/people").status == 1
+
+
+def test_date_reads_the_status_bar_clock(shell: AndroidShell) -> None:
+    now = shell.phone.now
+    assert out(shell, "date +%H:%M") == now.strftime("%H:%M\n")
+    assert out(shell, "date") == now.strftime("%a %b %e %H:%M:%S UTC %Y\n")
+    clock = next(e.text for e in parse_ui_xml(shell.phone.ui_xml()) if e.resource_id.endswith(":id/clock"))
+    assert clock == f"{now.hour % 12 or 12}:{now.minute:02d}"
+    assert shell.run("date -s 20250101").status == 1
+
+
+def test_dumpsys_battery_and_package(shell: AndroidShell) -> None:
+    battery = out(shell, "dumpsys battery")
+    assert f"  level: {shell.phone.battery}\n" in battery and "AC powered: false" in battery
+    assert shell.run("dumpsys battery set level 12").status == 0
+    assert "12%" in [e.text for e in parse_ui_xml(shell.phone.ui_xml())]  # the status bar agrees
+    shell.run("dumpsys battery reset")
+    package = out(shell, "dumpsys package com.simphone.notes")
+    assert "versionName=1.4.2" in package and "versionCode=10402 " in package
+    assert "versionName=" in out(shell, "dumpsys package com.android.settings")
+
+
+def test_swipe_in_place_is_a_long_press_that_opens_the_shortcut_menu(shell: AndroidShell) -> None:
+    clock = shell.phone.find("Clock")
+    assert clock is not None
+    x, y = clock.bounds.center
+    assert shell.run(f"input swipe {x} {y} {x} {y} 600").status == 0
+    texts = [e.text for e in parse_ui_xml(shell.phone.ui_xml())]
+    assert {"Open", "App info"} <= set(texts)
+    shell.phone.tap_on("App info")
+    assert "com.android.deskclock" in [e.text for e in parse_ui_xml(shell.phone.ui_xml())]
+    shell.phone.back()
+    shell.run(f"input swipe {x} {y} {x} {y} 600")
+    shell.phone.tap_on("Open")
+    assert shell.phone.current_focus()[0] == "com.android.deskclock"
+
+
+def test_pm_install_of_a_bad_file_fails(shell: AndroidShell) -> None:
+    shell.fs.write("/data/local/tmp/bad.apk", b"not a zip")
+    result = shell.run("pm install /data/local/tmp/bad.apk")
+    assert result.status == 1 and b"Failure [INSTALL_PARSE_FAILED_NOT_APK" in result.output
+    assert shell.run("pm install /data/local/tmp/none.apk").status == 1

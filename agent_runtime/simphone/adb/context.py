@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from agent_runtime.simphone.adb.fs import FsError
 
@@ -14,12 +14,28 @@ if TYPE_CHECKING:
 SH = "/system/bin/sh"
 
 
+class StdinSource(Protocol):
+    """The client's stdin (``adb shell`` with shell_v2): everything up to close-stdin, read on demand."""
+
+    def read_all(self) -> bytes: ...
+
+
 @dataclass
 class Context:
-    """One command's view of the world. Commands write to ``stdout``/``stderr`` and return an exit code."""
+    """One command's view of the world. Commands write to ``stdout``/``stderr`` and return an exit code.
+
+    ``stdin`` is what a pipe or ``<`` gave the command. ``stdin_source`` is the client's own stdin,
+    not read yet: the shell reads it into ``stdin`` only for a command that reads stdin (``cat``
+    with no file), as a real command reads its stdin only if it wants to.
+    """
 
     device: AndroidShell
     stdin: bytes = b""
+    stdin_source: StdinSource | None = None
+    #: How many ``sh -c`` levels deep this command runs.
+    depth: int = 0
+    #: ``$?`` when the command started.
+    last_status: int = 0
     stdout: bytearray = field(default_factory=bytearray)
     stderr: bytearray = field(default_factory=bytearray)
 
@@ -36,7 +52,7 @@ class Context:
 
     def write_file(self, path: str, data: bytes, *, append: bool = False) -> None:
         """Write to the virtual file system; ``/dev/null`` swallows, ``/dev/tty`` / ``/dev/stdout`` print."""
-        if path == "/dev/null":
+        if path in ("/dev/null", "/dev/zero"):
             return
         if path in ("/dev/tty", "/dev/stdout"):
             self.stdout += data
@@ -50,4 +66,4 @@ class Context:
 #: A shell command: ``(context, argv without the command name) -> exit status``.
 CommandFn = Callable[[Context, list[str]], int]
 
-__all__ = ["SH", "CommandFn", "Context", "FsError"]
+__all__ = ["SH", "CommandFn", "Context", "FsError", "StdinSource"]

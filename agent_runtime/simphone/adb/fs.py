@@ -37,6 +37,10 @@ MOUNTS = frozenset(
 )
 _ALIASES = ("/storage/emulated/0", "/storage/self/primary", "/mnt/sdcard")
 
+#: Linux's PATH_MAX and NAME_MAX: longer paths fail with ENAMETOOLONG, as on a phone.
+PATH_MAX = 4096
+NAME_MAX = 255
+
 DIR_MODE = stat.S_IFDIR | 0o771
 FILE_MODE = stat.S_IFREG | 0o660
 
@@ -63,7 +67,12 @@ class Node:
 
 
 def normalize(path: str, cwd: str = "/") -> str:
-    """An absolute, normalized path with the ``/sdcard`` aliases folded onto ``/sdcard``."""
+    """An absolute, normalized path with the ``/sdcard`` aliases folded onto ``/sdcard``.
+
+    Raises :class:`FsError` ("File name too long") past ``PATH_MAX`` / ``NAME_MAX``.
+    """
+    if len(path) >= PATH_MAX or any(len(part) > NAME_MAX for part in path.split("/")):
+        raise FsError("File name too long")
     full = posixpath.normpath(posixpath.join(cwd, path)) if path else cwd
     if full.startswith("//"):
         full = "/" + full.lstrip("/")
@@ -81,10 +90,13 @@ class VirtualFS:
         self._nodes: dict[str, Node] = {d: Node(None, DIR_MODE, now) for d in DEFAULT_DIRS}
 
     def stat(self, path: str) -> Node | None:
-        return self._nodes.get(normalize(path))
+        try:
+            return self._nodes.get(normalize(path))
+        except FsError:
+            return None
 
     def exists(self, path: str) -> bool:
-        return normalize(path) in self._nodes
+        return self.stat(path) is not None
 
     def is_dir(self, path: str) -> bool:
         node = self.stat(path)
@@ -125,14 +137,16 @@ class VirtualFS:
             if parents and node.is_dir:
                 return
             raise FsError("File exists")
-        parent = posixpath.dirname(full)
-        if parent not in self._nodes:
+        missing = [full]  # this folder, then each missing ancestor (a loop: any depth fits)
+        while (parent := posixpath.dirname(missing[-1])) not in self._nodes:
             if not parents:
                 raise FsError("No such file or directory")
-            self.mkdir(parent, parents=True)
+            missing.append(parent)
         if not self._nodes[parent].is_dir:
             raise FsError("Not a directory")
-        self._nodes[full] = Node(None, DIR_MODE, int(time.time()))
+        now = int(time.time())
+        for folder in reversed(missing):
+            self._nodes[folder] = Node(None, DIR_MODE, now)
 
     def remove(self, path: str, *, recursive: bool = False) -> None:
         """Delete a file, or a folder tree with ``recursive``. Mount points are emptied, never removed."""

@@ -7,6 +7,7 @@ Ctrl-C and Ctrl-D, ignores cursor-key escape sequences, and turns ``\\n`` into `
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 
 from agent_runtime.simphone.adb.shell import AndroidShell
 
@@ -54,12 +55,18 @@ class _LineEditor:
         return b"", None
 
 
-def serve_interactive(sock: socket.socket, shell: AndroidShell) -> None:
-    """Run an interactive session until ``exit``, Ctrl-D on an empty line, or the client hangs up."""
+def run_interactive(
+    shell: AndroidShell, recv: Callable[[], bytes | None], send: Callable[[bytes], None]
+) -> int:
+    """A prompt-and-echo session over any byte stream; returns ``$?`` of the last line it ran.
+
+    It ends on ``exit``, Ctrl-D on an empty line, or when ``recv`` returns None (the client hung up).
+    """
     prompt = f"{shell.props['ro.product.device']}:/ $ ".encode()
     editor = _LineEditor()
-    sock.sendall(prompt)
-    while data := sock.recv(4096):
+    status = 0
+    send(prompt)
+    while data := recv():
         reply = bytearray()
         for byte in data:
             if byte == _CTRL_C:
@@ -67,17 +74,24 @@ def serve_interactive(sock: socket.socket, shell: AndroidShell) -> None:
                 reply += b"^C\r\n" + prompt
                 continue
             if byte == _CTRL_D and not editor.line:
-                sock.sendall(bytes(reply))
-                return
+                send(bytes(reply))
+                return status
             echo, line = editor.feed(byte)
             reply += echo
             if line is None:
                 continue
-            if line.strip() == "exit":
-                sock.sendall(bytes(reply))
-                return
             if line.strip():
-                output = shell.run(line).output
-                reply += output.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+                result = shell.run(line, status=status)
+                status = result.status
+                reply += result.output.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+                if result.exited:
+                    send(bytes(reply))
+                    return status
             reply += prompt
-        sock.sendall(bytes(reply))
+        send(bytes(reply))
+    return status
+
+
+def serve_interactive(sock: socket.socket, shell: AndroidShell) -> None:
+    """``shell:`` with no command (adb shell v1): run a session on the raw socket."""
+    run_interactive(shell, lambda: sock.recv(4096) or None, sock.sendall)

@@ -6,8 +6,10 @@ Clients (adbutils, the ``adb`` binary) talk to it as to ``adb start-server`` on 
 ``shell:``/``exec:`` (:class:`~.shell.AndroidShell`) or ``sync:`` (:mod:`.sync`). Every
 connection is served by its own thread; commands hold the phone's lock.
 
-The feature list leaves out ``shell_v2`` (and the ``*_v2`` sync features), so clients use the
-plain ``shell:`` stream and the v1 sync requests.
+The feature list has ``shell_v2``: the ``adb`` binary then runs commands over ``shell,v2``
+(:mod:`.shellv2`: exit codes, stdin, separate stderr), while clients that send ``shell:`` (adbutils,
+most agent frameworks) keep the plain stream. It leaves out the ``*_v2`` sync features (clients use
+the v1 sync requests) and ``cmd``/``abb`` (``adb install`` pushes the file and runs ``pm install``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from agent_runtime.errors import ConfigError, DeviceError
 from agent_runtime.simphone.adb.context import SH
 from agent_runtime.simphone.adb.interactive import serve_interactive
 from agent_runtime.simphone.adb.shell import AndroidShell
+from agent_runtime.simphone.adb.shellv2 import serve_shell_v2
 from agent_runtime.simphone.adb.sync import serve_sync
 from agent_runtime.simphone.adb.wire import (
     ADB_SERVER_VERSION,
@@ -42,13 +45,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: What ``features`` answers: enough for modern clients, without shell_v2 / stat_v2 / ls_v2.
 #: How often the accept loop checks for stop(): bounds how long stop() takes.
 POLL_S = 0.05
-FEATURES = "fixed_push_mkdir,fixed_push_symlink_timestamp,apex,remount_shell,track_app"
+#: What ``features`` answers: shell_v2, without stat_v2 / ls_v2 / cmd / abb.
+FEATURES = "shell_v2,fixed_push_mkdir,fixed_push_symlink_timestamp,apex,remount_shell,track_app"
 _QUALIFIED = re.compile(
     r"(?:host-serial:(?P<serial>.+?)|host-transport-id:(?P<tid>\d+)|(?P<kind>host-local|host-usb|host)):"
-    r"(?P<query>features|get-state|get-serialno|get-devpath|wait-for-[a-z]+-[a-z]+)$"
+    r"(?P<query>features|get-state|get-serialno|get-devpath|list-forward|killforward-all"
+    r"|wait-for-[a-z]+-[a-z]+)$"
 )
 
 
@@ -293,6 +297,10 @@ class _Handler(socketserver.BaseRequestHandler):
             sock.sendall(okay_block(shell.serial))
         elif query == "get-devpath":
             sock.sendall(okay_block(f"emulator:{shell.serial}"))
+        elif query == "list-forward":  # SimPhone forwards no ports
+            sock.sendall(okay_block(""))
+        elif query == "killforward-all":
+            sock.sendall(OKAY + OKAY)
         else:  # wait-for-*: every phone is always ready
             sock.sendall(OKAY + OKAY)
 
@@ -312,6 +320,9 @@ class _Handler(socketserver.BaseRequestHandler):
                 log.exception("shell command %r failed", argument)
                 output = f"{SH}: internal error: {type(exc).__name__}: {exc}\n".encode()
             sock.sendall(output)
+        elif options[0] == "shell":
+            sock.sendall(OKAY)
+            serve_shell_v2(sock, shell, options[1:], argument)
         elif service == "sync":
             serve_sync(sock, shell)
         else:

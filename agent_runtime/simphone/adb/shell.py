@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+import re
 import threading
 import weakref
 from contextlib import nullcontext
@@ -25,9 +26,10 @@ from agent_runtime.simphone.adb.cmdline import (
     parse,
     words,
 )
-from agent_runtime.simphone.adb.commands import COMMANDS, UNLOCKED
-from agent_runtime.simphone.adb.context import SH, Context
+from agent_runtime.simphone.adb.commands import COMMANDS, STDIN_READERS, UNLOCKED
+from agent_runtime.simphone.adb.context import SH, Context, StdinSource
 from agent_runtime.simphone.adb.fs import FsError, VirtualFS, normalize
+from agent_runtime.simphone.adb.numbers import BadNumber
 from agent_runtime.simphone.adb.state import (
     ADB_IME,
     LATIN_IME,
@@ -52,10 +54,54 @@ _SHELLS_LOCK = threading.Lock()
 
 @dataclass(frozen=True)
 class ShellResult:
-    """What a ``shell:`` stream carries: stdout and stderr interleaved (adb shell v1), and the exit status."""
+    """What a command line printed and its exit status.
+
+    ``output`` is stdout and stderr interleaved, as a ``shell:`` (v1) stream carries them;
+    ``chunks`` keeps them apart, in order, as ``(fd, bytes)`` for shell_v2's stdout/stderr packets.
+    ``exited`` is True when the line ran ``exit`` (an interactive session ends there).
+    """
 
     output: bytes
     status: int
+    chunks: tuple[tuple[int, bytes], ...] = ()
+    exited: bool = False
+
+    @property
+    def stdout(self) -> bytes:
+        return b"".join(data for fd, data in self.chunks if fd == 1)
+
+    @property
+    def stderr(self) -> bytes:
+        return b"".join(data for fd, data in self.chunks if fd == 2)
+
+
+class _Output:
+    """A command line's output as it is produced: interleaved, and per stream."""
+
+    def __init__(self) -> None:
+        self.chunks: list[tuple[int, bytes]] = []
+
+    def write(self, fd: int, data: bytes | bytearray) -> None:
+        if data:
+            self.chunks.append((fd, bytes(data)))
+
+    def result(self, status: int, exited: bool = False) -> ShellResult:
+        output = b"".join(data for _, data in self.chunks)
+        return ShellResult(output, status, tuple(self.chunks), exited)
+
+
+class _Exit(Exception):
+    """``exit [N]``: stop the command line (and the session) with status N."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+#: ``NAME=value`` before a command (``ANDROID_LOG_TAGS=x cmd``): the shell sets it for that command.
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+#: ``sh -c 'sh -c …'`` nesting SimPhone follows before it refuses.
+MAX_DEPTH = 16
 
 
 class AndroidShell:
@@ -89,6 +135,12 @@ class AndroidShell:
         self.ime = InputMethods(self.settings, (LATIN_IME, ADB_IME) if adb_keyboard else (LATIN_IME,))
         #: ``input motionevent DOWN`` position and time, until the matching UP.
         self.touch_down: tuple[int, int, float] | None = None
+        #: Apps seen in the foreground since their last ``am force-stop`` (``ps``, ``pidof``).
+        self.started: set[str] = {phone.foreground}
+        #: ``cmd statusbar expand-notifications`` / ``expand-settings`` / ``collapse``.
+        self.statusbar = "collapsed"
+        #: The battery level before ``dumpsys battery set level`` (``dumpsys battery reset``).
+        self.battery_unplugged = phone.battery
 
     @property
     def serial(self) -> str:
@@ -100,31 +152,63 @@ class AndroidShell:
         names |= {ime.partition("/")[0] for ime in self.ime.installed}
         return sorted(names)
 
-    def run(self, line: str) -> ShellResult:
-        """Run one command line, as ``adb shell LINE`` would."""
-        out = bytearray()
+    def running(self) -> list[str]:
+        """App packages with a process: the foreground app and apps started since their last force-stop."""
+        with self.phone.lock:
+            self.started.add(self.phone.foreground)
+            return sorted(p for p in self.started if p in self.phone.apps)
+
+    def run(
+        self, line: str, *, stdin: StdinSource | None = None, depth: int = 0, status: int = 0
+    ) -> ShellResult:
+        """Run one command line, as ``adb shell LINE`` would.
+
+        ``stdin`` is the client's stdin (shell_v2), read only by the first command that reads stdin;
+        ``status`` is ``$?`` before the line (the previous line's, in a session).
+        """
+        out = _Output()
         try:
             pipelines = parse(line)
         except ShellSyntaxError as exc:
-            return ShellResult(f"{SH}: syntax error: {exc}\n".encode(), 1)
-        status = 0
-        for pipeline in pipelines:
-            if (pipeline.connector == "&&" and status != 0) or (pipeline.connector == "||" and status == 0):
-                continue
-            status = self._pipeline(pipeline, status, out)
-        return ShellResult(bytes(out), status)
+            out.write(2, f"{SH}: syntax error: {exc}\n".encode())
+            return out.result(1)
+        try:
+            for pipeline in pipelines:
+                if (pipeline.connector == "&&" and status != 0) or (
+                    pipeline.connector == "||" and status == 0
+                ):
+                    continue
+                status = self._pipeline(pipeline, status, out, stdin, depth)
+        except _Exit as exc:
+            return out.result(exc.status, exited=True)
+        return out.result(status)
 
-    def _pipeline(self, pipeline: Pipeline, last_status: int, out: bytearray) -> int:
+    def _pipeline(
+        self, pipeline: Pipeline, last_status: int, out: _Output, source: StdinSource | None, depth: int
+    ) -> int:
         stdin = b""
         status = 0
         for index, command in enumerate(pipeline.commands):
             piped = index < len(pipeline.commands) - 1
-            ctx = Context(self, stdin=stdin)
-            status = self._command(ctx, command, last_status)
+            ctx = Context(
+                self,
+                stdin=stdin,
+                stdin_source=source if index == 0 else None,
+                depth=depth,
+                last_status=last_status,
+            )
+            try:
+                status = self._command(ctx, command, last_status)
+            except _Exit:
+                if len(pipeline.commands) == 1:  # `exit` in a pipeline only ends its own subshell
+                    out.write(1, ctx.stdout)
+                    out.write(2, ctx.stderr)
+                    raise
+                status = 0
             stdin = bytes(ctx.stdout) if piped else b""
             if not piped:
-                out += ctx.stdout
-            out += ctx.stderr
+                out.write(1, ctx.stdout)
+            out.write(2, ctx.stderr)
         return status
 
     def _command(self, ctx: Context, command: Command, last_status: int) -> int:
@@ -148,6 +232,10 @@ class AndroidShell:
         targets = {1: "1", 2: "2"}
         for redirect in redirects:
             if redirect.op == "<":
+                ctx.stdin_source = None
+                if redirect.target in ("/dev/null", "/dev/zero"):
+                    ctx.stdin = b""
+                    continue
                 try:
                     ctx.stdin = self.fs.read(redirect.target)
                 except FsError as exc:
@@ -183,18 +271,41 @@ class AndroidShell:
                     ctx.error(f"{SH}: can't write {target}: {exc}")
 
     def _dispatch(self, ctx: Context, args: list[str]) -> int:
+        while args and _ASSIGNMENT.match(args[0]):
+            args = args[1:]  # SimPhone expands no variables, so an assignment changes nothing
         if not args:
             return 0
         name = args[0]
         if "/" in name and posixpath.dirname(name) in BIN_DIRS:
             name = posixpath.basename(name)
+        if name == "exit":
+            raise _Exit(self._exit_status(ctx, args[1:]))
         fn = COMMANDS.get(name)
         if fn is None:
             ctx.error(f"{SH}: {args[0]}: inaccessible or not found")
             return 127
+        reads_stdin = STDIN_READERS.get(name)
+        if ctx.stdin_source is not None and reads_stdin is not None and reads_stdin(args[1:]):
+            ctx.stdin = ctx.stdin_source.read_all()  # before the lock: the client may take its time
+            ctx.stdin_source = None
         try:
             with nullcontext() if name in UNLOCKED else self.phone.lock:
-                return fn(ctx, args[1:])
+                self.started.add(self.phone.foreground)
+                status = fn(ctx, args[1:])
+                self.started.add(self.phone.foreground)
+                return status
         except FsError as exc:
             ctx.error(f"{name}: {exc}")
             return 1
+        except BadNumber as exc:
+            ctx.error(f"{name}: {exc}")
+            return 1
+
+    @staticmethod
+    def _exit_status(ctx: Context, args: list[str]) -> int:
+        if not args:
+            return ctx.last_status
+        if not args[0].isdigit() or len(args[0]) > 18 or len(args) > 1:
+            ctx.error(f"{SH}: exit: {' '.join(args)}: bad number")
+            return 2
+        return int(args[0]) % 256

@@ -18,6 +18,19 @@ SYSTEM_PACKAGES = ("android", "com.android.systemui", "com.android.shell", "com.
 NAMESPACES = ("system", "secure", "global")
 
 
+def package_version(package: str) -> tuple[str, int]:
+    """``(versionName, versionCode)`` as ``dumpsys package`` shows them: Android 14's for system apps.
+
+    >>> package_version("com.simphone.notes"), package_version("com.android.settings")
+    (('1.4.2', 10402), ('14', 34))
+    """
+    if package.startswith("com.simphone."):
+        return "1.4.2", 10402
+    if package == "com.android.adbkeyboard":
+        return "2.4-dev", 24
+    return "14", 34
+
+
 def default_settings(seed_key: str) -> dict[str, dict[str, str]]:
     android_id = hashlib.sha256(seed_key.encode()).hexdigest()[:16]
     return {

@@ -10,14 +10,19 @@ Screens:
       content-desc are the app label (``Settings``, ``Clock``…). Swiping up opens the drawer.
     * ``drawer``: an EditText ``Search apps`` (resource-id ``search_box``) filtering an
       alphabetical grid of every app. Back or a swipe down closes it.
+
+Long-pressing an icon (home, dock or drawer) opens its shortcut menu, a dialog titled with the app
+label: ``Open`` (resource-id ``shortcut_open``) and ``App info`` (``shortcut_app_info``). App info
+shows the label and package, with ``Force stop`` and ``OK``. Back or Cancel closes the menu.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agent_runtime.simphone.app import App
+from agent_runtime.simphone.app import App, Dialog
 from agent_runtime.simphone.ui.theme import ICON_COLORS
 from agent_runtime.simphone.ui.view import View
 from agent_runtime.simphone.ui.widgets import UI
@@ -73,6 +78,7 @@ class LauncherApp(App):
             long_clickable=True,
             focusable=True,
             on_click=lambda: self.phone.launch(package),
+            on_long_click=self._shortcuts(package, label),
         )
         badge = View(
             kind="text",
@@ -98,6 +104,45 @@ class LauncherApp(App):
             in_xml=False,
         )
         return cell.add(badge, name)
+
+    def _shortcuts(self, package: str, label: str) -> Callable[[], None]:
+        """The long-press menu of an icon: Open, App info."""
+
+        def open_app() -> None:
+            self.close_dialog()
+            self.phone.launch(package)
+
+        def app_info() -> None:
+            self.show(self._app_info(package, label))
+
+        def show() -> None:
+            self.show(
+                Dialog(
+                    title=label,
+                    body=lambda ui: [
+                        ui.list_item("Open", on_click=open_app, rid="shortcut_open"),
+                        ui.list_item("App info", package, on_click=app_info, rid="shortcut_app_info"),
+                    ],
+                    buttons=[("Cancel", self.close_dialog)],
+                )
+            )
+
+        return show
+
+    def _app_info(self, package: str, label: str) -> Dialog:
+        def force_stop() -> None:
+            self.close_dialog()
+            self.phone.force_stop(package)
+            self.toast(f"{label} stopped")
+
+        return Dialog(
+            title="App info",
+            body=lambda ui: [
+                ui.text(label, 20, bold=True, rid="app_name", pad=(24, 0, 24, 4)),
+                ui.text(package, 14, muted=True, rid="app_package", pad=(24, 0, 24, 8)),
+            ],
+            buttons=[("Force stop", force_stop), ("OK", self.close_dialog)],
+        )
 
     def _grid(self, ui: UI, items: list[tuple[str, str]], on_dark: bool, columns: int = 4) -> list[View]:
         rows = []

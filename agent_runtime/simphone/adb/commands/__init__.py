@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from agent_runtime.simphone.adb.commands import activity, files, ime, input, screen, system
+from collections.abc import Callable
+
+from agent_runtime.simphone.adb.commands import (
+    activity,
+    files,
+    ime,
+    input,
+    process,
+    screen,
+    services,
+    system,
+)
 from agent_runtime.simphone.adb.context import CommandFn
 
 COMMANDS: dict[str, CommandFn] = {
@@ -10,9 +21,18 @@ COMMANDS: dict[str, CommandFn] = {
     **files.COMMANDS,
     **ime.COMMANDS,
     **input.COMMANDS,
+    **process.COMMANDS,
     **screen.COMMANDS,
+    **services.COMMANDS,
     **system.COMMANDS,
 }
 
-#: Commands that run without the phone lock (they wait, and touch no state).
-UNLOCKED = frozenset(("sleep",))
+#: Commands that run without the phone lock: they wait (``sleep``, a swipe's duration, a nested
+#: shell's commands) and take the lock themselves for what they change.
+UNLOCKED = frozenset(("cmd", "input", "sh", "sleep"))
+
+#: Commands that read stdin, and when (``cat`` with no file): the shell fetches the client's stdin first.
+STDIN_READERS: dict[str, Callable[[list[str]], bool]] = {
+    **files.STDIN_READERS,
+    "sh": lambda args: "-c" not in args and not [a for a in args if not a.startswith("-")],
+}

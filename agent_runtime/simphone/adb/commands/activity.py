@@ -94,6 +94,7 @@ def _broadcast(ctx: Context, args: list[str]) -> int:
 def _force_stop(ctx: Context, args: list[str]) -> int:
     for package in (a for a in args if not a.startswith("-")):
         ctx.device.phone.force_stop(package)
+        ctx.device.started.discard(package)
     return 0
 
 

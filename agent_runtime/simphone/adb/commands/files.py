@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from agent_runtime.simphone.adb.context import CommandFn, Context
 from agent_runtime.simphone.adb.fs import FsError, Node
+from agent_runtime.simphone.adb.numbers import BadNumber, integer, number
+
+#: The longest ``sleep`` SimPhone does: a longer one is refused rather than holding a client for hours.
+MAX_SLEEP_S = 3600
+_SLEEP_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 _ECHO_ESCAPES = {
     "n": "\n",
@@ -189,11 +195,11 @@ def head(ctx: Context, args: list[str]) -> int:
         while rest and rest[0].startswith("-") and len(rest[0]) > 1:
             option = rest.pop(0)
             if option in ("-n", "-c"):
-                value = int(rest.pop(0))
+                value = integer(rest.pop(0), lo=0, hi=None)
                 lines, nbytes = (value, None) if option == "-n" else (lines, value)
             else:
-                lines = int(option.removeprefix("-n").lstrip("-"))
-    except (ValueError, IndexError):
+                lines = integer(option.removeprefix("-n").lstrip("-"), lo=0, hi=None)
+    except (BadNumber, IndexError):
         ctx.error(f"head: bad number in '{' '.join(args)}'")
         return 1
     status = 0
@@ -217,13 +223,22 @@ def false(ctx: Context, args: list[str]) -> int:
 
 
 def sleep(ctx: Context, args: list[str]) -> int:
-    """Really waits (the shell runs it without holding the phone lock)."""
-    try:
-        seconds = float(args[0])
-    except (IndexError, ValueError):
-        ctx.error(f"sleep: Bad number '{args[0] if args else ''}'")
+    """``sleep N[smhd]...``: really waits (without the phone lock), at most ``MAX_SLEEP_S`` in all."""
+    if not args:
+        ctx.error("sleep: Need 1 argument")
         return 1
-    time.sleep(max(0.0, seconds))
+    total = 0.0
+    for arg in args:
+        value, unit = (arg[:-1], arg[-1]) if arg[-1:] in _SLEEP_UNITS else (arg, "s")
+        try:
+            total += number(value, lo=0, what="number") * _SLEEP_UNITS[unit]
+        except BadNumber:
+            ctx.error(f"sleep: Bad number '{arg}'")
+            return 1
+    if total > MAX_SLEEP_S:
+        ctx.error(f"sleep: '{' '.join(args)}': SimPhone sleeps at most {MAX_SLEEP_S} seconds")
+        return 1
+    time.sleep(total)
     return 0
 
 
@@ -231,6 +246,20 @@ def pwd(ctx: Context, args: list[str]) -> int:
     ctx.print("/")
     return 0
 
+
+def _no_files(args: list[str], allowed: str, operands_before_files: int = 0) -> bool:
+    """True when the command reads stdin: no file operands (or ``-``)."""
+    rest = _flags(args, allowed)[1]
+    files = rest[operands_before_files:]
+    return not files or "-" in files
+
+
+#: When each command reads stdin (see ``commands.STDIN_READERS``).
+STDIN_READERS: dict[str, Callable[[list[str]], bool]] = {
+    "cat": lambda args: _no_files(args, "uvAetn"),
+    "grep": lambda args: _no_files(args, "ivEFcqe", 1),
+    "head": lambda args: not [a for a in args if not a.startswith("-") and not a.isdigit()] or "-" in args,
+}
 
 COMMANDS: dict[str, CommandFn] = {
     "cat": cat,

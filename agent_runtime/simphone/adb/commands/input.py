@@ -12,6 +12,7 @@ import time
 
 from agent_runtime.android_keys import ENTER, keycode
 from agent_runtime.simphone.adb.context import CommandFn, Context
+from agent_runtime.simphone.adb.numbers import COORD_LIMIT, JAVA_INT_MAX, BadNumber, number
 
 SOURCES = frozenset(
     (
@@ -43,6 +44,8 @@ The commands and default sources are:
 
 #: Movement below this many pixels between DOWN and UP counts as a tap, as Android's touch slop.
 TOUCH_SLOP = 24
+#: A gesture's duration really passes, up to this many seconds (the rest is skipped).
+MAX_GESTURE_S = 10.0
 
 
 class _JavaError(Exception):
@@ -52,15 +55,30 @@ class _JavaError(Exception):
 
 
 def _numbers(args: list[str], command: str, required: int, optional: int = 0) -> list[float]:
+    """Coordinates (``Float.parseFloat``; SimPhone also refuses NaN, infinities and absurd sizes)."""
     if len(args) < required:
         raise _JavaError("java.lang.IllegalArgumentException", f'Argument expected after "{command}"')
     out = []
     for text in args[: required + optional]:
         try:
-            out.append(float(text))
-        except ValueError:
+            out.append(number(text, lo=-COORD_LIMIT, hi=COORD_LIMIT, what="coordinate"))
+        except BadNumber:
             raise _JavaError("java.lang.NumberFormatException", f'For input string: "{text}"') from None
     return out
+
+
+def _duration_ms(text: str) -> int:
+    """A duration in ms, within a Java int (Android's ``Integer.parseInt``; a fraction is rounded)."""
+    try:
+        return round(number(text, lo=-(2**31), hi=JAVA_INT_MAX, what="duration"))
+    except BadNumber:
+        raise _JavaError("java.lang.NumberFormatException", f'For input string: "{text}"') from None
+
+
+def _hold(duration_ms: int) -> None:
+    """Let a gesture's duration pass (bounded), without holding the phone lock."""
+    if duration_ms > 0:
+        time.sleep(min(duration_ms / 1000, MAX_GESTURE_S))
 
 
 def decode_text(text: str) -> str:
@@ -101,10 +119,15 @@ def _text(ctx: Context, args: list[str]) -> None:
 def _keyevent(ctx: Context, args: list[str]) -> None:
     codes = []
     rest = list(args)
+    hold_ms = 0
     while rest and rest[0].startswith("--"):
         flag = rest.pop(0)
-        if flag == "--duration" and rest:
-            rest.pop(0)
+        if flag == "--duration":
+            if not rest:
+                raise _JavaError("java.lang.IllegalArgumentException", 'Argument expected after "--duration"')
+            hold_ms = max(0, _duration_ms(rest.pop(0)))
+        elif flag == "--longpress":
+            hold_ms = 500
     if not rest:
         raise _JavaError("java.lang.IllegalArgumentException", 'Argument expected after "keyevent"')
     for name in rest:
@@ -113,6 +136,7 @@ def _keyevent(ctx: Context, args: list[str]) -> None:
             raise _JavaError("java.lang.IllegalArgumentException", f"Unknown keycode: {name}")
         codes.append(code)
     for code in codes:
+        _hold(hold_ms)
         ctx.device.phone.key(code)
 
 
@@ -143,7 +167,18 @@ def _motion(ctx: Context, args: list[str]) -> None:
         raise _JavaError("java.lang.IllegalArgumentException", f"Unknown motionevent action: {args[0]}")
 
 
+def _swipe(ctx: Context, command: str, params: list[str]) -> None:
+    """``swipe X1 Y1 X2 Y2 [ms]``: the gesture lasts ``ms`` (a long press where start == end)."""
+    x1, y1, x2, y2 = (int(v) for v in _numbers(params, command, 4))
+    duration = _duration_ms(params[4]) if len(params) > 4 else -1
+    if duration < 0:
+        duration = 300 if command == "swipe" else 1000
+    _hold(duration)
+    ctx.device.phone.swipe(x1, y1, x2, y2, duration)
+
+
 def input_cmd(ctx: Context, args: list[str]) -> int:
+    """Runs without the shell's lock (gestures take their time); each phone call takes it itself."""
     rest = list(args)
     if rest and rest[0] in SOURCES:
         rest.pop(0)
@@ -156,22 +191,23 @@ def input_cmd(ctx: Context, args: list[str]) -> int:
     phone = ctx.device.phone
     try:
         if command == "text":
-            _text(ctx, params)
+            with phone.lock:
+                _text(ctx, params)
         elif command == "keyevent":
             _keyevent(ctx, params)
         elif command == "tap":
             x, y = _numbers(params, command, 2)
             phone.tap(int(x), int(y))
         elif command in ("swipe", "draganddrop"):
-            values = _numbers(params, command, 4, 1)
-            x1, y1, x2, y2 = (int(v) for v in values[:4])
-            default_ms = 300 if command == "swipe" else 1000
-            duration = int(values[4]) if len(values) > 4 and values[4] >= 0 else default_ms
-            phone.swipe(x1, y1, x2, y2, duration)
+            _swipe(ctx, command, params)
         elif command == "motionevent":
-            _motion(ctx, params)
-        elif command in ("press", "roll"):
+            with phone.lock:
+                _motion(ctx, params)
+        elif command == "roll":
+            _numbers(params, command, 2)
             return 0  # trackball events: SimPhone has no trackball focus to move.
+        elif command == "press":
+            return 0
         else:
             ctx.error(f"Error: Unknown command: {command}")
             ctx.print(USAGE)

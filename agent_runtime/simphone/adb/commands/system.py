@@ -10,8 +10,11 @@ from __future__ import annotations
 import zlib
 
 from agent_runtime.simphone.adb.commands.intent import short_component
+from agent_runtime.simphone.adb.commands.process import app_pid, now_utc, task_id
 from agent_runtime.simphone.adb.context import CommandFn, Context
-from agent_runtime.simphone.adb.state import NAMESPACES
+from agent_runtime.simphone.adb.fs import FsError
+from agent_runtime.simphone.adb.numbers import integer
+from agent_runtime.simphone.adb.state import NAMESPACES, package_version
 
 DENSITY = 420
 
@@ -22,7 +25,7 @@ def _hash(text: str) -> str:
 
 
 def _task_id(ctx: Context, package: str) -> int:
-    return 10 + sorted(ctx.device.packages()).index(package) if package in ctx.device.packages() else 1
+    return task_id(ctx.device, package)
 
 
 def wm(ctx: Context, args: list[str]) -> int:
@@ -66,7 +69,8 @@ def _activity(ctx: Context, section: str) -> None:
     task = _task_id(ctx, package)
     if section == "top":
         ctx.print(f"TASK {package} id={task} userId=0")
-        ctx.print(f"  ACTIVITY {short_component(package, activity)} {_hash(activity)} pid={1000 + task}")
+        pid = app_pid(ctx.device, package)
+        ctx.print(f"  ACTIVITY {short_component(package, activity)} {_hash(activity)} pid={pid}")
         return
     ctx.print("ACTIVITY MANAGER ACTIVITIES (dumpsys activity activities)")
     ctx.print(f"  Display #0 (activities from top to bottom):\n    * Task{{{_hash(package)} #{task}}}")
@@ -94,6 +98,57 @@ def _input_method(ctx: Context) -> None:
     ctx.print(f"  mInputShown={str(shown).lower()}")
 
 
+def _battery(ctx: Context, args: list[str]) -> int:
+    """``dumpsys battery``: the level the status bar shows, on battery (SimPhone never charges).
+
+    ``set level N`` changes the phone's level (status bar included); ``reset``/``unplug`` undo it.
+    """
+    shell = ctx.device
+    phone = shell.phone
+    if args[:1] == ["set"] and len(args) == 3:
+        if args[1] == "level":
+            phone.battery = integer(args[2], lo=0, hi=100, what="level")
+        elif args[1] not in ("ac", "usb", "wireless", "status", "present", "temp", "invalid"):
+            ctx.error(f"Unknown set option: {args[1]}")
+            return 255
+        return 0
+    if args[:1] in (["reset"], ["unplug"]):
+        phone.battery = shell.battery_unplugged
+        return 0
+    if args:
+        ctx.error(f"Unknown option: {args[0]}")
+        return 255
+    ctx.print(
+        "Current Battery Service state:\n  AC powered: false\n  USB powered: false\n"
+        "  Wireless powered: false\n  Dock powered: false\n  Max charging current: 0\n"
+        f"  Charge counter: {phone.battery * 40000}\n"
+        f"  status: 3\n  health: 2\n  present: true\n  level: {phone.battery}\n  scale: 100\n"
+        "  voltage: 3900\n  temperature: 250\n  technology: Li-ion"
+    )
+    return 0
+
+
+def _package(ctx: Context, names: list[str]) -> None:
+    """``dumpsys package PKG``: the fields clients read (``versionName=``, ``versionCode=``, paths)."""
+    installed = ctx.device.packages()
+    wanted = [n for n in names if not n.startswith("-")]
+    if not wanted:
+        wanted = installed
+    for package in wanted:
+        if package not in installed:
+            ctx.print(f"Unable to find package: {package}")
+            continue
+        name, code = package_version(package)
+        user = 10000 + task_id(ctx.device, package)
+        installed_at = now_utc(ctx.device).replace(hour=0, minute=0, second=0).strftime("%Y-%m-%d %H:%M:%S")
+        ctx.print(f"Packages:\n  Package [{package}] ({_hash(package)}):")
+        ctx.print(f"    appId={user}\n    pkg=Package{{{_hash(package + ':pkg')} {package}}}")
+        ctx.print(f"    codePath={_apk_path(package).rsplit('/', 1)[0]}")
+        ctx.print(f"    versionCode={code} minSdk=26 targetSdk=34\n    versionName={name}")
+        ctx.print(f"    dataDir=/data/user/0/{package}\n    firstInstallTime={installed_at}")
+        ctx.print(f"    lastUpdateTime={installed_at}\n    User 0: ceDataInode=0 installed=true enabled=0")
+
+
 def dumpsys(ctx: Context, args: list[str]) -> int:
     service = args[0] if args else ""
     if service == "window":
@@ -107,16 +162,17 @@ def dumpsys(ctx: Context, args: list[str]) -> int:
     elif service == "power":
         ctx.print("POWER MANAGER (dumpsys power)\n  mWakefulness=Awake\n  mHoldingDisplaySuspendBlocker=true")
     elif service == "battery":
-        ctx.print(
-            "Current Battery Service state:\n  AC powered: true\n  USB powered: false\n"
-            "  Wireless powered: false\n"
-            "  status: 2\n  health: 2\n  present: true\n  level: 100\n  scale: 100\n  voltage: 5000\n"
-            "  temperature: 250\n  technology: Li-ion"
-        )
-    elif not service:
-        ctx.print(
-            "Currently running services:\n  activity\n  battery\n  display\n  input_method\n  power\n  window"
-        )
+        return _battery(ctx, args[1:])
+    elif service == "package":
+        _package(ctx, args[1:])
+    elif service == "statusbar":
+        expanded = ctx.device.statusbar != "collapsed"
+        ctx.print(f"  mExpandedVisible={str(expanded).lower()}\n  mPanelExpanded={str(expanded).lower()}")
+    elif not service or service == "-l":
+        ctx.print("Currently running services:")
+        for name in ("activity", "battery", "display", "input_method", "package", "power", "statusbar"):
+            ctx.print(f"  {name}")
+        ctx.print("  window")
     else:
         ctx.print(f"Can't find service: {service}")
     return 0
@@ -146,8 +202,40 @@ def pm(ctx: Context, args: list[str]) -> int:
             return 1
         ctx.print(f"package:{_apk_path(args[1])}")
         return 0
-    ctx.error(f"Error: SimPhone's pm supports 'list packages' and 'path', not '{' '.join(args)}'")
+    if args[:1] == ["dump"] and len(args) == 2:
+        _package(ctx, args[1:])
+        return 0
+    if args[:1] == ["install"]:
+        return _install(ctx, args[1:])
+    if args[:1] == ["uninstall"]:
+        names = [a for a in args[1:] if not a.startswith("-")]
+        if not names:
+            ctx.error("Error: package name not specified")
+            return 1
+        ctx.print("Failure [DELETE_FAILED_INTERNAL_ERROR]")  # SimPhone's apps are part of its system image
+        return 1
+    ctx.error(f"Error: SimPhone's pm supports 'list packages', 'path', 'dump', not '{' '.join(args)}'")
     return 255
+
+
+def _install(ctx: Context, args: list[str]) -> int:
+    """``pm install [-r …] PATH``: SimPhone cannot install APKs, so every install fails — loudly."""
+    paths = [a for a in args if not a.startswith("-")]
+    if not paths:
+        ctx.error("Error: no package specified")  # what `pm install` with no file answers
+        return 1
+    path = paths[-1]
+    try:
+        data = ctx.device.fs.read(path)
+    except FsError:
+        ctx.error(f"Error: Unable to open file: {path}\nConsider using a file under /data/local/tmp/")
+        return 1
+    if not data.startswith(b"PK\x03\x04"):
+        reason = "INSTALL_PARSE_FAILED_NOT_APK: Failed to parse /data/app/vmdl.tmp/base.apk: not an APK"
+    else:
+        reason = "INSTALL_FAILED_INTERNAL_ERROR: SimPhone cannot install APKs (its apps are built in)"
+    ctx.print(f"Failure [{reason}]")
+    return 1
 
 
 def getprop(ctx: Context, args: list[str]) -> int:
