@@ -247,7 +247,12 @@ def register(app: typer.Typer) -> None:
         ] = None,
         max_turns: Annotated[
             int | None,
-            typer.Option("--max-turns", min=1, help="trpo/dgrpo: policy steps per rollout at most."),
+            typer.Option(
+                "--max-turns",
+                min=1,
+                help="trpo/dgrpo: policy steps per rollout at most (trpo 15, dgrpo 50); a rollout also stops "
+                "at the task's own budget and the --config's [graph] max_steps, whichever is least.",
+            ),
         ] = None,
         server_url: Annotated[
             str | None,

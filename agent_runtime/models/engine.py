@@ -10,6 +10,17 @@ request with image parts is refused with a 400 that says so, and the reply is ot
 ``path`` may be a ``gguf:`` reference, converted once into the user cache
 (:mod:`agent_runtime.models.gguf`).
 
+**Vision special tokens** (``<|image_pad|>``, ``<|video_pad|>``, ``<|vision_start|>`` …, see
+:mod:`agent_runtime.models.hf`) are never sampled from a vision-language model: they are image
+placeholders, and one in a completion would be counted as an image slot when the prompt and the
+completion are scored together (online RL), so generation suppresses them. Log-probs stay those
+of the raw distribution (the suppressed tokens keep their share of the normaliser), as vLLM
+reports them and as the RL scorer computes them, so scored and behaviour log-probs agree
+exactly. Text parts of a request are untrusted: a spelled-out placeholder (from a screen, or an
+earlier reply in the history) is defused before templating
+(:func:`~agent_runtime.models.hf.defuse_vision_text`), or the processor would expand it into an
+image slot no image fills.
+
 LoRA adapters (vLLM's ``load_lora_adapter`` semantics) are attached with transformers' PEFT
 integration; a request selects one by naming it as ``model``.
 
@@ -27,7 +38,15 @@ from transformers.convert_slow_tokenizer import bytes_to_unicode
 
 from agent_runtime.errors import ModelError
 from agent_runtime.models.gguf import default_served_name, resolve_model_dir
-from agent_runtime.models.hf import is_text_only, load_model, load_processor, load_tokenizer, quiet_loading
+from agent_runtime.models.hf import (
+    defuse_vision_text,
+    is_text_only,
+    load_model,
+    load_processor,
+    load_tokenizer,
+    quiet_loading,
+    vision_token_ids,
+)
 from agent_runtime.models.images import decode_data_url
 from agent_runtime.models.protocol import (
     AssistantMessage,
@@ -44,6 +63,8 @@ from agent_runtime.models.protocol import (
     TopLogprob,
     UnknownModel,
     Usage,
+    check_context,
+    context_length,
 )
 
 #: GPT-2/Qwen byte-level alphabet: printable stand-in character -> the byte it encodes.
@@ -57,14 +78,15 @@ def to_template_messages(messages: list[ChatMessage]) -> tuple[list[dict[str, An
     """OpenAI messages → chat-template messages with ``{"type": "image"}`` parts, plus the images.
 
     Images are decoded here, in message order, which is the order the processor pairs them with
-    the ``<|image_pad|>`` placeholders the template writes.
+    the ``<|image_pad|>`` placeholders the template writes. Text parts are untrusted: a vision
+    token spelled out in them is defused (module docstring), so only image parts make image slots.
     """
     out: list[dict[str, Any]] = []
     images: list[Any] = []
     for m in messages:
         role = "system" if m.role == "developer" else m.role
         if m.content is None or isinstance(m.content, str):
-            out.append({"role": role, "content": m.content or ""})
+            out.append({"role": role, "content": defuse_vision_text(m.content or "")})
             continue
         parts: list[dict[str, Any]] = []
         for part in m.content:
@@ -75,7 +97,7 @@ def to_template_messages(messages: list[ChatMessage]) -> tuple[list[dict[str, An
                     raise BadRequest(str(exc)) from exc
                 parts.append({"type": "image"})
             else:
-                parts.append({"type": "text", "text": part.text})
+                parts.append({"type": "text", "text": defuse_vision_text(part.text)})
         out.append({"role": role, "content": parts})
     return out, images
 
@@ -133,12 +155,17 @@ class TransformersEngine:
             self.processor = load_processor(self.path)
             self.tokenizer = self.processor.tokenizer
         self.model = load_model(self.path, device_map=device_map, dtype=dtype)
+        self.context_length = context_length(self.model.config)  # tokens; prompts beyond it are a 400
         self.adapters: dict[str, str] = {}
         self._lock = threading.Lock()
         gen = self.model.generation_config
         eos = gen.eos_token_id if isinstance(gen.eos_token_id, list) else [gen.eos_token_id]
         self._end_ids = {i for i in [*eos, gen.pad_token_id, self.tokenizer.eos_token_id] if i is not None}
         self._pad_id = gen.pad_token_id if gen.pad_token_id is not None else self.tokenizer.pad_token_id
+        #: Token ids generation never samples (module docstring): a VLM's vision special tokens.
+        self.suppressed_ids: list[int] = (
+            [] if self.text_only else vision_token_ids(self.tokenizer, getattr(self.model, "config", None))
+        )
 
     @property
     def modality(self) -> str:
@@ -214,6 +241,7 @@ class TransformersEngine:
         with self._lock, torch.inference_mode():
             inputs = self._encode(messages, images).to(self.model.device)
             prompt_len = int(inputs["input_ids"].shape[1])
+            check_context(prompt_len, req, self.context_length)
             greedy = req.temperature == 0.0
             kwargs: dict[str, Any] = {
                 "max_new_tokens": req.token_limit or DEFAULT_MAX_TOKENS,
@@ -225,6 +253,8 @@ class TransformersEngine:
             }
             if not greedy:
                 kwargs.update(temperature=req.temperature, top_p=req.top_p, top_k=0)
+            if self.suppressed_ids:
+                kwargs["suppress_tokens"] = list(self.suppressed_ids)
             if req.stop_list:
                 kwargs.update(stop_strings=req.stop_list, tokenizer=self.tokenizer)
             if req.seed is not None:

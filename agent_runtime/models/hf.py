@@ -13,6 +13,14 @@ tells them apart, :func:`load_processing_class` returns whichever the model has,
 :func:`load_model` picks ``AutoModelForCausalLM`` or ``AutoModelForImageTextToText``. Every loader
 also accepts a ``gguf:`` reference.
 
+**Vision special tokens** (:data:`VISION_TOKEN_TEXTS`) are the model's image placeholders and
+frames: ``<|image_pad|>``/``<|video_pad|>`` are what the processor expands and the model fills
+with image features, counted over the whole sequence. They are never valid *output* of a GUI
+agent, and text that merely spells one must not become one: :func:`vision_token_ids` lists the
+ids that sampling suppresses, :func:`defuse_vision_text` breaks the spelling in untrusted text
+(prompts' text parts, completions) so the tokenizer keeps it as plain text — serving and every
+training data path apply the same function, so a model is trained on the prompts it is served.
+
 This module imports transformers at import time; import it lazily.
 """
 
@@ -40,6 +48,17 @@ from transformers.processing_utils import ProcessorMixin
 from agent_runtime.errors import ModelError
 from agent_runtime.models.gguf import resolve_model_dir
 
+#: Qwen-style (Qwen2-VL, Qwen2.5-VL, Qwen3-VL) vision special tokens (module docstring).
+VISION_TOKEN_TEXTS = (
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
+#: Inserted after the ``<`` of a vision token's spelling: invisible, and no longer the special token.
+_DEFUSER = "\u200b"
+
 _registered = threading.Lock()
 _done = False
 
@@ -59,6 +78,43 @@ class ImageOnlyQwen2_5_VLProcessor(Qwen2_5_VLProcessor):  # noqa: N801 - mirrors
         **kwargs: Any,
     ) -> None:
         super().__init__(image_processor, tokenizer, None, chat_template=chat_template, **kwargs)
+
+
+def defuse_vision_text(text: str) -> str:
+    """``text`` with every spelled-out vision special token broken up (module docstring).
+
+    >>> defuse_vision_text("see <|image_pad|> here") == "see <\u200b|image_pad|> here"
+    True
+    >>> defuse_vision_text("plain <|im_end|>")
+    'plain <|im_end|>'
+    """
+    if "<|" not in text:
+        return text
+    for token in VISION_TOKEN_TEXTS:
+        text = text.replace(token, token[0] + _DEFUSER + token[1:])
+    return text
+
+
+def vision_token_ids(tokenizer: Any, config: Any = None) -> list[int]:
+    """Ids of the vision special tokens a tokenizer (and a model config) define, sorted.
+
+    Reads :data:`VISION_TOKEN_TEXTS` from the tokenizer's vocabulary and ``image_token_id``,
+    ``video_token_id``, ``vision_start_token_id``, ``vision_end_token_id`` from ``config``;
+    empty for a text-only model without them.
+    """
+    size = len(tokenizer) if hasattr(tokenizer, "__len__") else None
+    unk = getattr(tokenizer, "unk_token_id", None)
+    ids: set[int] = set()
+    vocab = tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else {}
+    for text in VISION_TOKEN_TEXTS:
+        tid = vocab.get(text)
+        if isinstance(tid, int) and tid != unk:
+            ids.add(tid)
+    for name in ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id"):
+        tid = getattr(config, name, None)
+        if isinstance(tid, int) and tid >= 0:
+            ids.add(tid)
+    return sorted(i for i in ids if size is None or i < size)
 
 
 def register_processors() -> None:

@@ -8,6 +8,13 @@ resized to the recorded ``size`` (the size ``smart_resize`` gave the role), goes
 Columns: SFT ``prompt``, ``completion``, ``images``; DPO ``prompt``, ``chosen``, ``rejected``,
 ``images``. Rows are encoded in batches so a large dataset never holds all decoded screenshots.
 
+Text is untrusted: a screen, a task or a sampled reply may spell out a vision placeholder
+(``<|image_pad|>``), which the processor would expand into an image slot that no image fills —
+the collator then fails, or pairs images with the wrong slots. In a vision-language row every text
+part and every completion goes through :func:`~agent_runtime.models.hf.defuse_vision_text`, the
+function the in-process server applies to the prompts it is sent, so training sees the tokens
+serving sees and only ``{"type": "image"}`` parts make image slots.
+
 A text-only base (``text_only=True``: a causal LM without a vision tower, such as a ``gguf:`` base)
 gets no ``images`` column — TRL treats any dataset with one as a vision dataset — and plain-string
 message contents, the text parts joined with newlines exactly as the in-process engine joins them
@@ -76,7 +83,9 @@ class ImageLoader:
 def to_conversational(
     messages: list[dict[str, Any]], root: str | Path, loader: ImageLoader
 ) -> tuple[list[dict[str, Any]], list[Image]]:
-    """Recorded messages → (TRL messages with image placeholders, images in order)."""
+    """Recorded messages → (TRL messages with image placeholders, images in order); text defused."""
+    from agent_runtime.models.hf import defuse_vision_text
+
     out: list[dict[str, Any]] = []
     images: list[Image] = []
     for message in messages:
@@ -86,11 +95,11 @@ def to_conversational(
         content = message.get("content")
         parts: list[dict[str, Any]] = []
         if isinstance(content, str):
-            parts.append({"type": "text", "text": content})
+            parts.append({"type": "text", "text": defuse_vision_text(content)})
         for part in content if isinstance(content, list) else []:
             kind = part.get("type") if isinstance(part, dict) else None
             if kind == "text":
-                parts.append({"type": "text", "text": str(part.get("text", ""))})
+                parts.append({"type": "text", "text": defuse_vision_text(str(part.get("text", "")))})
             elif kind == "image_ref":
                 images.append(loader.load(root, str(part["ref"]), part.get("size")))
                 parts.append({"type": "image", "text": None})
@@ -135,10 +144,13 @@ def to_text_conversational(messages: list[dict[str, Any]]) -> list[dict[str, str
 
 
 def assistant(text: str, *, text_only: bool = False) -> list[dict[str, Any]]:
-    """A completion in TRL's conversational form (string content for a text-only model)."""
+    """A completion in TRL's conversational form (string content for a text-only model; a
+    vision-language model's text defused, see the module docstring)."""
     if text_only:
         return [{"role": "assistant", "content": text}]
-    return [{"role": "assistant", "content": [{"type": "text", "text": text}]}]
+    from agent_runtime.models.hf import defuse_vision_text
+
+    return [{"role": "assistant", "content": [{"type": "text", "text": defuse_vision_text(text)}]}]
 
 
 def _message_feature() -> Any:

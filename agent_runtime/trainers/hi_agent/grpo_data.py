@@ -190,13 +190,15 @@ def build_dataset(
     """
     from datasets import Dataset, Features, Image, List, Value
 
+    from agent_runtime.models.hf import defuse_vision_text
     from agent_runtime.trainers.data.datasets import ImageLoader
 
     loader = ImageLoader()
     rows: list[dict[str, Any]] = []
     dropped = 0
     for r in records:
-        text = prompt_text(r, level)
+        # untrusted text (task, history): a spelled-out <|image_pad|> must not become an image slot
+        text = defuse_vision_text(prompt_text(r, level))
         if tokenizer is not None and max_prompt_tokens is not None:
             if len(tokenizer(text, add_special_tokens=False)["input_ids"]) > max_prompt_tokens:
                 dropped += 1

@@ -207,14 +207,26 @@ def run_phase(cfg: GRPOConfig, dataset: Dataset, reward_funcs: list[RewardFunc])
     """Train ``cfg.base`` with ``trl.GRPOTrainer`` on ``dataset``; the adapter goes to ``cfg.output_dir``."""
     import trl
 
+    from agent_runtime.models.hf import vision_token_ids
     from agent_runtime.trainers.hf import LossRecorder, load_policy, train_and_save
 
     policy = load_policy(cfg)
     log = RewardLog()
     recorder = LossRecorder()
+    kwargs = cfg.trl_kwargs()
+    tokenizer = getattr(policy.processor, "tokenizer", None)  # None: a text-only model's tokenizer
+    if tokenizer is not None:
+        # TRL suppresses only the image placeholder; a VLM never writes any vision token (as the
+        # in-process server, agent_runtime.models.engine), and these replace TRL's list.
+        suppress = vision_token_ids(tokenizer, getattr(policy.model, "config", None))
+        if suppress:
+            kwargs["generation_kwargs"] = {
+                **(kwargs.get("generation_kwargs") or {}),
+                "suppress_tokens": suppress,
+            }
     trainer = trl.GRPOTrainer(
         model=policy.model,
-        args=trl.GRPOConfig(**cfg.trl_kwargs()),
+        args=trl.GRPOConfig(**kwargs),
         reward_funcs=[log.wrap(f) for f in reward_funcs],
         train_dataset=dataset,
         processing_class=policy.processor,

@@ -47,7 +47,12 @@ class OnlineRLConfig(TrainConfig):
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus sampling during rollouts")
     top_k: int = Field(0, ge=0, description="top-k sampling during rollouts (0: off)")
     max_new_tokens: int = Field(1024, ge=1, description="longest completion per policy call")
-    max_turns: int = Field(50, ge=1, description="policy steps per rollout at most")
+    max_turns: int = Field(
+        50,
+        ge=1,
+        description="policy steps per rollout at most; the task's budget and the runtime config's "
+        "[graph] max_steps also bound it (the least wins)",
+    )
     clip_epsilon_low: float = Field(0.2, gt=0.0, lt=1.0, description="PPO clip: ratio floor is 1 - this")
     clip_epsilon_high: float = Field(0.2, gt=0.0, description="PPO clip: ratio ceiling is 1 + this")
     beta: float = Field(

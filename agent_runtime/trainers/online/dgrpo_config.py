@@ -27,7 +27,12 @@ class DGRPOConfig(OnlineRLConfig):
 
     num_generations: int = Field(16, ge=1, description="G: rollouts per task (Table 4: n = 16)")
     beta: float = Field(0.001, ge=0.0, description="weight of the k3 KL penalty to the reference policy")
-    max_turns: int = Field(50, ge=1, description="policy steps per rollout at most")
+    max_turns: int = Field(
+        50,
+        ge=1,
+        description="policy steps per rollout at most; the task's budget and the runtime config's "
+        "[graph] max_steps also bound it (the least wins)",
+    )
     max_new_tokens: int = Field(4096, ge=1, description="longest completion per policy call (Table 4)")
     spa: bool = Field(True, description="reshape rewards with SPA (False: the raw 0/1 outcome, 'w/o SPA')")
     spa_alpha: float = Field(1.0, gt=0.0, le=1.0, description="SPA penalty strength alpha (paper form only)")

@@ -17,6 +17,9 @@ The folders, resume and metrics file are :mod:`agent_runtime.trainers.iterations
 Hi-Agent's GRPO. ``OUT/iter_0000/`` holds the starting adapter (version 0). ``resume=True``
 continues after the last iteration whose manifest and state were written — a crash
 mid-iteration replays that iteration from its start, with the same task draw and sampling seeds.
+Any failure of an update (steps 3–4: rescoring, the method's batch, the policy-gradient step)
+is a :class:`~agent_runtime.errors.TrainingError` of one paragraph that says so — the CLI prints
+it without a traceback — and leaves the iteration unsaved, hence resumable.
 
 **Behaviour log-probs.** Servers return log-probs of the raw distribution; the loss uses the
 tempered one (:mod:`.policy_gradient`). At temperature 1 they coincide; otherwise
@@ -262,10 +265,15 @@ class OnlineTrainer:
         return self._summaries(time.perf_counter() - started)
 
     def _iteration(self, it: int, policy: Any, runner: Any, runtime_config: Any) -> dict[str, Any]:
+        import shutil
+
         from agent_runtime.trainers.online.policy_gradient import LossSettings, policy_gradient_step
         from agent_runtime.trainers.online.rollouts import RolloutWorker, group_requests
         from agent_runtime.trainers.online.samples import flatten
 
+        runs_dir = self.out / "rollouts" / f"iter_{it:04d}"
+        if runs_dir.exists():  # a resumed run replays an iteration that did not finish: start clean
+            shutil.rmtree(runs_dir)
         rng = random.Random(f"{self.cfg.seed}/{it}")
         active = self._active_tasks()
         chosen = self.method.select_tasks(active, self.opts.tasks_per_iteration, rng)
@@ -275,7 +283,7 @@ class OnlineTrainer:
             self.cfg.role,
             policy.chat_model,
             self.processor,
-            self.out / "rollouts" / f"iter_{it:04d}",
+            runs_dir,
             other_models=self.other_models,
             max_turns=self.cfg.max_turns,
         )
@@ -297,20 +305,23 @@ class OnlineTrainer:
                 hint="check the models of the other roles and the policy server",
             )
         t1 = time.perf_counter()
-        self._maybe_rescore(fresh)
-        batch, method_metrics = self.method.build_batch(groups, it, self._kl_of)
+        try:
+            self._maybe_rescore(fresh)
+            batch, method_metrics = self.method.build_batch(groups, it, self._kl_of)
+            samples = flatten(batch)
+            update = None
+            if samples:
+                stats = policy_gradient_step(
+                    self.model,
+                    self.optimizer,
+                    samples,
+                    LossSettings.from_config(self.cfg),
+                    ref_adapter=self.ref_adapter,
+                )
+                update = {k: v for k, v in vars(stats).items()}
+        except Exception as exc:  # noqa: BLE001 - every failure becomes one message, never a traceback
+            raise self._update_failed(it, exc) from exc
         rewards_by_task = {tid: [float(t.reward or 0.0) for t in g] for tid, g in groups.items()}
-        samples = flatten(batch)
-        update = None
-        if samples:
-            stats = policy_gradient_step(
-                self.model,
-                self.optimizer,
-                samples,
-                LossSettings.from_config(self.cfg),
-                ref_adapter=self.ref_adapter,
-            )
-            update = {k: v for k, v in vars(stats).items()}
         self.model.eval()
         self.method.end_iteration(rewards_by_task)
         t_update = time.perf_counter() - t1
@@ -339,6 +350,29 @@ class OnlineTrainer:
         self.metrics.append(m)
         self._save_iteration(it, m, episodes)
         return m
+
+    def _update_failed(self, it: int, exc: Exception) -> TrainingError:
+        """One paragraph for a failed update of iteration ``it`` (nothing of it was saved).
+
+        An iteration is written only after its update, so the run resumes after the last
+        finished one and replays ``it`` from its start, with the same task draw and seeds.
+        """
+        if isinstance(exc, TrainingError):
+            what, hint = exc.message, exc.hint
+        else:
+            detail = " ".join(str(exc).split()) or "no message"
+            what = f"{type(exc).__name__}: {detail[:400]}"
+            hint = None
+            if "out of memory" in detail.lower():
+                hint = "lower --micro-batch-size (steps per forward/backward pass) or --max-new-tokens"
+        done = it - 1
+        message = (
+            f"the policy update of iteration {it} failed ({what.rstrip('.')}). Its rollouts are in "
+            f"{self.out / 'rollouts' / f'iter_{it:04d}'}; nothing of iteration {it} was saved, so the "
+            f"run is resumable: the same command with --resume continues after iteration {done} and "
+            f"replays iteration {it} from its start."
+        )
+        return TrainingError(message, hint=hint)
 
     def _active_tasks(self) -> list[str]:
         ids = list(self.pool)

@@ -13,6 +13,22 @@ completion token, the trajectory's advantage, its length, whether it was replaye
    (``logits_to_keep``, C = longest completion), so a 16k-token screenshot prompt does not
    materialise 16k × vocabulary logits. Logits are divided by the sampling temperature, as the
    behaviour log-probs were computed from the tempered distribution.
+
+   **Image slots come from the prompt only.** The sampler saw the prompt's image placeholders
+   filled with image features and every completion token as *text*: a completion token that
+   happens to be a placeholder id (``<|image_pad|>``, ``<|video_pad|>`` — an untrained model, or a
+   server that does not suppress them, samples any id) was embedded as an ordinary token at a
+   text position. Scoring reproduces exactly that: ``mm_token_type_ids`` marks prompt positions
+   only, and when a completion holds a placeholder id the model gets the real token embeddings
+   (``inputs_embeds``) plus ``input_ids`` with those completion positions masked, so Qwen's
+   placeholder count — taken over the whole sequence — sees only the prompt's slots. Without it
+   one sampled ``<|image_pad|>`` made the forward fail ("tokens: 41, features: 40").
+   Log-probs are of the **raw** distribution over the whole vocabulary on both sides: the
+   in-process sampler suppresses the vision tokens (:mod:`agent_runtime.models.engine`) but
+   reports raw log-probs, as vLLM does and as TRL's GRPO scores, so on-policy ratios are exactly
+   1 whichever backend sampled (masking the scorer instead would give −∞ to a vision token a
+   server did sample). The gradient then differs from the restricted policy's by ∇log Z, Z the
+   allowed tokens' probability mass (≈ 1), which only pushes probability off the vision tokens.
 2. **Per-token objective.** On-policy tokens: PPO's ``−min(r·A, clip(r, 1−ε_low, 1+ε_high)·A)``
    with r = π_θ/μ. The ratio is per token: DGRPO writes r(τ) as a product over the trajectory
    but calls it "the token-level importance ratio", and a product over thousands of tokens is
@@ -126,6 +142,9 @@ class TokenBatch:
     targets: torch.Tensor  # [B, C] completion token ids, right-aligned
     mask: torch.Tensor  # [B, C] True on real completion tokens
     behaviour: torch.Tensor  # [B, C] behaviour log-probs, 0 where masked
+    #: [B, L] the true ids to embed when ``model_inputs["input_ids"]`` has completion placeholder
+    #: ids masked (module docstring, item 1); None when no completion holds one.
+    embed_ids: torch.Tensor | None = None
 
     @property
     def completion_width(self) -> int:
@@ -167,6 +186,7 @@ def collate(
     input_ids = torch.tensor(rows, dtype=torch.long, device=device)
     attention_mask = torch.tensor(attn, dtype=torch.long, device=device)
     inputs: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention_mask}
+    embed_ids = None
     for key in {k for s in steps for k in s.multimodal}:
         if key not in MULTIMODAL_KEYS:
             raise ValueError(
@@ -180,17 +200,30 @@ def collate(
                 if key == "pixel_values" and dtype is not None:
                     value = value.to(dtype)
                 inputs[key] = value
+        # Image slots are the prompt's placeholders only (module docstring, item 1).
+        completion_cols = torch.tensor(
+            [[False] * (width - len(s.completion_ids)) + [True] * len(s.completion_ids) for s in steps],
+            dtype=torch.bool,
+            device=device,
+        )
+        placeholders = [i for i in (image_token_id, video_token_id) if i is not None]
         if image_token_id is not None:
             kinds = torch.zeros_like(input_ids)
             kinds[input_ids == image_token_id] = 1
             if video_token_id is not None:
                 kinds[input_ids == video_token_id] = 2
-            inputs["mm_token_type_ids"] = kinds * attention_mask
+            inputs["mm_token_type_ids"] = kinds * attention_mask * ~completion_cols
+        if placeholders:
+            in_completion = torch.isin(input_ids, torch.tensor(placeholders, device=device)) & completion_cols
+            if bool(in_completion.any()):
+                embed_ids = input_ids
+                inputs["input_ids"] = input_ids.masked_fill(in_completion, pad_token_id)
     return TokenBatch(
         model_inputs=inputs,
         targets=torch.tensor(targets, dtype=torch.long, device=device),
         mask=torch.tensor(mask, dtype=torch.bool, device=device),
         behaviour=torch.tensor(behaviour, dtype=torch.float32, device=device),
+        embed_ids=embed_ids,
     )
 
 
@@ -216,7 +249,11 @@ def collate_for(model: Any, steps: Sequence[StepTokens], pad_token_id: int | Non
 def completion_logprobs(model: Any, batch: TokenBatch, *, temperature: float = 1.0) -> torch.Tensor:
     """log π(token) of every completion token, ``[B, C]`` (garbage where ``batch.mask`` is False)."""
     width = batch.completion_width
-    out = model(**batch.model_inputs, logits_to_keep=width + 1, use_cache=False)
+    inputs = dict(batch.model_inputs)
+    if batch.embed_ids is not None:
+        # The sampler embedded completion placeholder ids as plain tokens: so does the scorer.
+        inputs["inputs_embeds"] = model.get_input_embeddings()(batch.embed_ids)
+    out = model(**inputs, logits_to_keep=width + 1, use_cache=False)
     # Sliced again in case a model ignores logits_to_keep and returns every position.
     logits = out.logits[:, -(width + 1) : -1, :].float() / temperature
     picked = logits.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1)
@@ -363,6 +400,13 @@ def policy_gradient_step(
         parts = token_loss(logp, batch.behaviour, adv, replay, batch.mask, settings, ref_logp)
         coeff = torch.tensor(coeffs[start : start + size], dtype=torch.float32, device=device).unsqueeze(-1)
         chunk_loss = (parts.loss * coeff).sum()
+        if not bool(torch.isfinite(chunk_loss)):
+            optimizer.zero_grad(set_to_none=True)
+            raise TrainingError(
+                f"the loss of update steps {start + 1}-{start + len(chunk)} is not finite "
+                f"({float(chunk_loss)}); the optimizer step was not taken",
+                hint="lower the learning rate, or check the behaviour log-probs of the rollouts",
+            )
         chunk_loss.backward()
         totals["loss"] += float(chunk_loss.detach())
         if parts.kl is not None:

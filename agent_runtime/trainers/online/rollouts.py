@@ -24,6 +24,9 @@ sampling seeds, each on its own phone.
   checked against the rebuilt ``image_grid_thw``; a mismatch means the server and the trainer
   preprocess images differently and is an error, never silently trained on.
 
+An episode's step budget is the tightest of the task's own, the runtime config's
+``[graph] max_steps`` and the RL option ``max_turns`` (``--max-turns``), see :func:`episode_budget`.
+
 :class:`RolloutWorker` plays rollouts for one policy version; :class:`LocalRollouts` runs K of
 them at once in threads (the in-process model serialises generation behind its lock, the phones
 and graph overhead overlap), :class:`RayRollouts` (in :mod:`.ray_rollouts`) as Ray actors.
@@ -199,6 +202,22 @@ def trajectory_from_run(
 
 # -- playing ---------------------------------------------------------------------------------------
 
+
+def episode_budget(task_steps: int, graph_steps: int, max_turns: int | None = None) -> int:
+    """Steps a rollout may take: the tightest of the task's own budget, the runtime config's
+    ``[graph] max_steps`` and the RL option ``max_turns`` (``--max-turns``).
+
+    ``Runtime.run(max_steps=...)`` replaces the config's budget rather than bounding it, so the
+    config's value must be folded in here or it would be silently ignored.
+
+    >>> episode_budget(5, 2, 50)
+    2
+    >>> episode_budget(5, 25, None)
+    5
+    """
+    return min(task_steps, graph_steps, *(() if max_turns is None else (max_turns,)))
+
+
 #: Builds the trained role's chat model for one rollout from its sampling seed.
 PolicyFactory = Callable[[int], Any]
 
@@ -249,7 +268,7 @@ class RolloutWorker:
             iteration=request.iteration,
             group_index=request.group_index,
         )
-        budget = task.max_steps if self.max_turns is None else min(task.max_steps, self.max_turns)
+        budget = episode_budget(task.max_steps, self.config.graph.max_steps, self.max_turns)
         models = {**self.other_models, self.role: self.policy(request.sample_seed)}
         runtime = Runtime(self.config, models=models, runs_dir=self.runs_dir)
         phone = SimPhone(seed=request.task_seed)

@@ -22,7 +22,10 @@ class TRPOConfig(OnlineRLConfig):
 
     num_generations: int = Field(8, ge=1, description="G: rollouts per task (not given in the paper)")
     max_turns: int = Field(
-        15, ge=1, description="policy steps per rollout at most (the paper's OSWorld limit)"
+        15,
+        ge=1,
+        description="policy steps per rollout at most (the paper's OSWorld limit); the task's budget "
+        "and the runtime config's [graph] max_steps also bound it (the least wins)",
     )
     beta: float = Field(0.0, ge=0.0, description="KL weight; TRPO's loss has no KL term")
     step_weighting: StepWeighting = Field(
