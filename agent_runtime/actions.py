@@ -13,9 +13,11 @@ calls (``{"name": "mobile_use", "arguments": {...}}``), plus a few common aliase
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -30,19 +32,74 @@ from agent_runtime.coords import CoordMapper
 from agent_runtime.errors import ActionParseError, ParseError
 from agent_runtime.jsonish import extract_json_object
 
+#: The largest coordinate of any space (pixels of a screen far beyond 8K). Coordinates are
+#: positions on a screen, so a negative, bigger or non-finite one is a malformed reply to re-ask
+#: about — never something to clamp onto the screen edge and tap.
+MAX_COORDINATE = 100_000
+#: Integers beyond this are not numbers a model means (and would overflow a float).
+_MAX_MAGNITUDE = 10**12
+
+
+def _number(value: Any) -> float:
+    """A finite real number from a number or numeric string.
+
+    Booleans, ``NaN``/``Infinity`` (``json`` reads them, and ``1e400`` overflows to infinity),
+    their string forms (``"nan"``) and absurd magnitudes raise ``ValueError`` here, at the
+    boundary, instead of crashing the coordinate mapping or the device later.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is a boolean, not a number")
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ValueError(f"{value[:40]!r} is not a number") from None
+    if isinstance(value, int):
+        if abs(value) > _MAX_MAGNITUDE:
+            raise ValueError(f"{str(value)[:40]} is out of range")
+        value = float(value)
+    if not isinstance(value, float):
+        raise ValueError(f"expected a number, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{value} is not a finite number (NaN, Infinity or an overflow such as 1e400)")
+    if abs(value) > _MAX_MAGNITUDE:
+        raise ValueError(f"{value:g} is out of range")
+    return value
+
 
 def _point(value: Any) -> Any:
-    """Accept ``[x, y]``, ``(x, y)``, ``"[x, y]"``, ``"x, y"`` and ``{"x":…, "y":…}``."""
+    """Accept ``[x, y]``, ``(x, y)``, ``"[x, y]"``, ``"x, y"``, ``{"x":…, "y":…}`` and a
+    bounding box ``[x1, y1, x2, y2]`` (its centre); each value is checked by :func:`_number`."""
     if isinstance(value, str):
         text = value.strip().strip("()[]")
         parts = [p for p in text.replace(",", " ").split() if p]
         value = parts
     if isinstance(value, dict) and {"x", "y"} <= value.keys():
         value = [value["x"], value["y"]]
-    if isinstance(value, list | tuple) and len(value) == 4:
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"a point is [x, y], got {type(value).__name__}")
+    if len(value) == 4:
         # A bounding box: act on its centre.
-        x1, y1, x2, y2 = (float(v) for v in value)
+        x1, y1, x2, y2 = (_number(v) for v in value)
         value = [(x1 + x2) / 2, (y1 + y2) / 2]
+    return value
+
+
+def _text(value: str) -> str:
+    """Text a device can type and a trace can store: no NUL, no lone surrogate (``"\\ud800"``)."""
+    if "\x00" in value:
+        raise ValueError("the text contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the text contains a lone surrogate, which is not a character") from None
+    return value
+
+
+def _said(value: str) -> str:
+    """An answer must say something: an empty one is a malformed reply, not an answer."""
+    if not value.strip():
+        raise ValueError("the answer text is empty")
     return value
 
 
@@ -53,11 +110,15 @@ def _flag(value: Any) -> Any:
     return value
 
 
-Point = Annotated[tuple[float, float], BeforeValidator(_point)]
+Coordinate = Annotated[float, BeforeValidator(_number), Field(ge=0, le=MAX_COORDINATE)]
+Point = Annotated[tuple[Coordinate, Coordinate], BeforeValidator(_point)]
 Flag = Annotated[bool, BeforeValidator(_flag)]
+#: Text typed on a device, answered, or naming an app or key.
+Text = Annotated[str, AfterValidator(_text)]
 #: An element index of the indexed UI tree (``[12] Button; clickable; OK; …``) — ReachAgent's
 #: action alignment: text-only models name the element, the runtime acts on its centre.
-ElementIndex = Annotated[int, Field(ge=0, le=1_000_000)]
+ElementIndex = Annotated[int, BeforeValidator(_number), Field(ge=0, le=1_000_000)]
+Millis = Annotated[int, BeforeValidator(_number), Field(ge=1, le=10_000)]
 Direction = Literal["up", "down", "left", "right"]
 #: Fields that exist only for index actions; left out of the JSON form when unset.
 _INDEX_FIELDS = ("index", "direction")
@@ -135,7 +196,7 @@ class LongPress(_PointOrIndex):
     action: Literal["long_press"] = "long_press"
     coordinate: Point | None = None
     index: ElementIndex | None = None
-    duration_ms: int = Field(800, ge=1, le=10_000)
+    duration_ms: Millis = 800
 
 
 class Swipe(_Action):
@@ -147,7 +208,7 @@ class Swipe(_Action):
     coordinate2: Point | None = None
     index: ElementIndex | None = None
     direction: Direction | None = None
-    duration_ms: int = Field(500, ge=1, le=10_000)
+    duration_ms: Millis = 500
 
     @model_validator(mode="after")
     def _check_target(self) -> Any:
@@ -178,7 +239,7 @@ class Type(_Action):
     """
 
     action: Literal["type"] = "type"
-    text: str
+    text: Annotated[Text, Field(max_length=10_000)]
     clear: Flag = False
     enter: Flag = False
     index: ElementIndex | None = None
@@ -188,7 +249,7 @@ class Key(_Action):
     """Press keys together (``["ctrl", "c"]``) or one named key (mobile ``key {text}``)."""
 
     action: Literal["key"] = "key"
-    keys: list[str] = Field(min_length=1)
+    keys: list[Annotated[Text, Field(min_length=1, max_length=64)]] = Field(min_length=1, max_length=10)
 
 
 class SystemButton(_Action):
@@ -200,19 +261,19 @@ class OpenApp(_Action):
     """Open an app by its *name* (label) — the device resolves it to a package."""
 
     action: Literal["open_app"] = "open_app"
-    text: str = Field(min_length=1)
+    text: Annotated[Text, Field(min_length=1, max_length=200)]
 
 
 class Wait(_Action):
     action: Literal["wait"] = "wait"
-    time: float = Field(1.0, ge=0, le=60)
+    time: Annotated[float, BeforeValidator(_number), Field(ge=0, le=60)] = 1.0
 
 
 class Answer(_Action):
     """Answer the user's question; the text becomes the run's answer."""
 
     action: Literal["answer"] = "answer"
-    text: str
+    text: Annotated[Text, AfterValidator(_said), Field(max_length=10_000)]
 
 
 class Terminate(_Action):
@@ -225,7 +286,7 @@ class Scroll(_Action):
     or at the centre of UI-tree element ``index``."""
 
     action: Literal["scroll"] = "scroll"
-    pixels: int = Field(ge=-50, le=50)
+    pixels: Annotated[int, BeforeValidator(_number), Field(ge=-50, le=50)]
     coordinate: Point | None = None
     index: ElementIndex | None = None
 
@@ -301,6 +362,21 @@ _ALIASES = {
 #: Field names models use for our fields.
 _FIELD_ALIASES = {"point": "coordinate", "start": "coordinate", "end": "coordinate2", "app": "text"}
 _BUTTONS = {"back": "Back", "home": "Home", "menu": "Menu", "enter": "Enter"}
+_POINT_HINT = (
+    f"a point is two plain numbers [x, y] from 0 to {MAX_COORDINATE} in the declared coordinate "
+    "space, e.g. [540, 1200]; not NaN, Infinity, a boolean or a quoted word"
+)
+#: How to fix a bad field, fed back to the model with the error.
+_FIELD_HINTS = {
+    "coordinate": _POINT_HINT,
+    "coordinate2": _POINT_HINT,
+    "index": "index is the plain integer in [brackets] before an element of the UI tree",
+    "time": "time is a number of seconds from 0 to 60",
+    "pixels": "pixels is an integer number of wheel notches from -5 to 5",
+    "duration_ms": "duration_ms is an integer number of milliseconds from 1 to 10000",
+    "text": "text is a plain string",
+    "keys": 'keys is a list of key names, e.g. ["ctrl", "c"]',
+}
 
 
 def _normalise(obj: dict[str, Any]) -> dict[str, Any]:
@@ -352,8 +428,11 @@ def parse_action(obj: dict[str, Any] | str) -> Action:
         if isinstance(args, str):
             try:
                 args = json.loads(args)
-            except json.JSONDecodeError:
-                args = extract_json_object(args)
+            except (json.JSONDecodeError, RecursionError):
+                try:
+                    args = extract_json_object(args)
+                except ParseError as exc:
+                    raise ActionParseError(exc.message, field="arguments", hint=exc.hint) from None
         if not isinstance(args, dict):
             raise ActionParseError("tool call 'arguments' must be an object", field="arguments")
         obj = args
@@ -373,6 +452,7 @@ def parse_action(obj: dict[str, Any] | str) -> Action:
         raise ActionParseError(
             f"invalid '{data['action']}' action: field '{field}': {err['msg']}",
             field=field,
+            hint=_FIELD_HINTS.get(field),
         ) from None
 
 

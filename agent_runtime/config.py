@@ -12,12 +12,21 @@ table with a ``base_url`` is an inline model whose ``model`` is the served model
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
 
 from agent_runtime.coords import DEFAULT_MAX_PIXELS, DEFAULT_MIN_PIXELS, CoordSpace, ImageBudget
 from agent_runtime.errors import ConfigError
@@ -52,7 +61,14 @@ def shows_screenshot(mode: str) -> bool:
 #: reply formats in a fraction of the tokens, for small text-only models on a CPU).
 PromptSet = Literal["full", "compact"]
 DEFAULT_CONFIG_NAME = "agent-runtime.toml"
+#: Most bytes read of one model reply, per completion asked for (1 MiB: ~250k tokens of text).
+DEFAULT_MAX_REPLY_BYTES = 1 << 20
 USER_CONFIG = Path("~/.config/agent-runtime/config.toml")
+ENV_PREFIX = "AGENT_RUNTIME_"
+#: The largest step budget anything accepts: ``graph.max_steps``, ``--max-steps``, ``Runtime.run``.
+MAX_STEPS_LIMIT = 1000
+#: Tables and arrays nested deeper than this are refused (the configuration needs a handful).
+MAX_DEPTH = 32
 
 
 class _Strict(BaseModel):
@@ -85,8 +101,16 @@ class ModelConfig(_Strict):
         "model asked again answers the same, so sampling gives a re-ask a real second chance",
     )
     max_tokens: int = Field(1024, gt=0)
-    timeout_s: float = Field(120.0, gt=0)
+    timeout_s: float = Field(
+        120.0, gt=0, description="deadline of one request attempt: connect + send + the whole reply"
+    )
     retries: int = Field(3, ge=0, le=10)
+    max_reply_bytes: int = Field(
+        DEFAULT_MAX_REPLY_BYTES,
+        gt=0,
+        description="most bytes read of a reply per completion (x(2+top_logprobs) with logprobs); "
+        "a bigger reply is an error, never recorded",
+    )
     observation: ObservationMode = Field(
         "screenshot", description="screenshot | ui_tree (indexed UI tree, no images) | both"
     )
@@ -153,7 +177,7 @@ class GraphConfig(_Strict):
     """Loop limits of the agent graph."""
 
     name: Literal["mobile_agent_v3"] = "mobile_agent_v3"
-    max_steps: int = Field(25, ge=1, le=1000, description="hard step budget")
+    max_steps: int = Field(25, ge=1, le=MAX_STEPS_LIMIT, description="hard step budget")
     stuck_after: int = Field(
         2, ge=1, description="consecutive failures that show the Potentially Stuck block"
     )
@@ -186,14 +210,27 @@ class MemoryConfig(_Strict):
     k: int = Field(3, ge=1, le=50)
     threshold: float = Field(0.35, ge=0.0, le=1.0, description="minimum similarity of experience hits")
     experience: bool = Field(True, description="store and recall guidance from finished runs")
-    sensitive: list[str] = Field(default_factory=list, description="values redacted from traces")
+    sensitive: list[str] = Field(
+        default_factory=list, description="values redacted from traces, events and LangSmith"
+    )
+
+
+class TracingConfig(_Strict):
+    """Third-party tracing. Off by default: a run is never sent to LangSmith because the
+    environment has ``LANGSMITH_TRACING``/``LANGCHAIN_TRACING_V2`` set; see :mod:`agent_runtime.tracing`."""
+
+    langsmith: bool = Field(
+        False,
+        description="send runs to LangSmith (endpoint, key, project: LANGSMITH_*), sensitive values redacted",
+    )
+    screenshots: bool = Field(False, description="with langsmith: send screenshots too (else a placeholder)")
 
 
 class RuntimeConfig(BaseSettings):
     """The whole configuration. Build it with :func:`load_config`, or directly in Python."""
 
     model_config = SettingsConfigDict(
-        env_prefix="AGENT_RUNTIME_", env_nested_delimiter="__", extra="forbid", validate_assignment=True
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_assignment=True
     )
 
     models: dict[str, ModelConfig] = Field(default_factory=lambda: {"default": ModelConfig()})
@@ -202,6 +239,7 @@ class RuntimeConfig(BaseSettings):
     device: DeviceConfig = DeviceConfig()
     runs: RunsConfig = RunsConfig()
     memory: MemoryConfig = MemoryConfig()
+    tracing: TracingConfig = TracingConfig()
 
     @classmethod
     def settings_customise_sources(
@@ -213,7 +251,7 @@ class RuntimeConfig(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Environment first: it overrides the file (passed as init kwargs).
-        return env_settings, init_settings
+        return _Environment(settings_cls), init_settings
 
     @model_validator(mode="after")
     def _check_refs(self) -> RuntimeConfig:
@@ -255,6 +293,133 @@ class RuntimeConfig(BaseSettings):
         return data
 
 
+class _Environment(EnvSettingsSource):
+    """``AGENT_RUNTIME_*`` variables, read like pydantic-settings does, but an unknown key or a
+    value that does not parse is a :class:`ConfigError` naming the variable."""
+
+    def __call__(self) -> dict[str, Any]:
+        check_environment(os.environ)
+        try:
+            data = super().__call__()
+        except SettingsError as exc:
+            raise _environment_error(exc) from None
+        except RecursionError:
+            data = None
+        if data is None or _depth(data) > MAX_DEPTH:
+            raise ConfigError(
+                f"an {ENV_PREFIX}* variable holds JSON nested too deeply",
+                hint=f"nothing in the configuration is nested more than {MAX_DEPTH} levels",
+            )
+        return data
+
+
+def check_environment(environ: dict[str, str] | os._Environ[str]) -> None:
+    """Refuse ``AGENT_RUNTIME_*`` variables whose first key is not a configuration table.
+
+    (Keys below the first level are checked by the tables themselves: they forbid unknown keys.)
+
+    >>> check_environment({"AGENT_RUNTIME_GRAPH__MAX_STEPS": "5", "HOME": "/root"})
+    >>> check_environment({"AGENT_RUNTIME_GRAPHS__MAX_STEPS": "5"})
+    Traceback (most recent call last):
+    agent_runtime.errors.ConfigError: unknown configuration key in AGENT_RUNTIME_GRAPHS__MAX_STEPS: ...
+    """
+    known = sorted(RuntimeConfig.model_fields)
+    for name in sorted(environ):
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        top = name[len(ENV_PREFIX) :].split("__", 1)[0].lower()
+        if top not in known:
+            raise ConfigError(
+                f"unknown configuration key in {name}: {top!r} is not one of {', '.join(known)}",
+                hint=f"unset {name}, or fix its name ({ENV_PREFIX}TABLE__KEY, e.g. "
+                f"{ENV_PREFIX}GRAPH__MAX_STEPS=10)",
+            )
+
+
+def _environment_error(exc: SettingsError) -> ConfigError:
+    """A pydantic-settings parse error as the variable(s) it came from and why."""
+    match = re.search(r'field "(\w+)"', str(exc))
+    field = match.group(1) if match else ""
+    names = sorted(
+        n
+        for n in os.environ
+        if n.upper().startswith(ENV_PREFIX) and n[len(ENV_PREFIX) :].split("__", 1)[0].lower() == field
+    )
+    bad = [n for n in names if not _is_json(os.environ[n])] or names
+    cause = exc.__cause__
+    why = f": {cause}" if cause is not None and str(cause) else ""
+    return ConfigError(
+        f"cannot read {' / '.join(bad) or f'the {ENV_PREFIX}* variables'}: a list or table value "
+        f"must be JSON{why}",
+        hint=f'e.g. {ENV_PREFIX}MEMORY__SENSITIVE=\'["a", "b"]\'; a single value needs no JSON '
+        f"({ENV_PREFIX}GRAPH__MAX_STEPS=10)",
+    )
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _depth(value: Any) -> int:
+    """How deeply tables and arrays nest in ``value`` (iterative: no recursion limit)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, level = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level + 1)
+        if deepest > MAX_DEPTH:
+            break
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def check_max_steps(value: int) -> int:
+    """A step budget from any surface (``--max-steps``, ``Runtime.run(max_steps=…)``), held to
+    the same bounds as ``graph.max_steps``.
+
+    >>> check_max_steps(30)
+    30
+    >>> check_max_steps(10**20)
+    Traceback (most recent call last):
+    agent_runtime.errors.ConfigError: the step budget must be from 1 to 1000, got 100000000000000000000...
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEPS_LIMIT:
+        shown = repr(value) if not isinstance(value, int) or value.bit_length() < 256 else "a huge number"
+        raise ConfigError(
+            f"the step budget must be from 1 to {MAX_STEPS_LIMIT}, got {shown}",
+            hint=f"pass --max-steps N (or set graph.max_steps) with 1 <= N <= {MAX_STEPS_LIMIT}",
+        )
+    return value
+
+
+def runs_directory(path: Path | str) -> Path:
+    """The runs directory ``path`` (``~`` expanded) if it is a directory or can be created as one.
+
+    Nothing is created here; a path that is a file, or lies under one, is a :class:`ConfigError`.
+    """
+    p = Path(path).expanduser()
+    probe = p
+    try:
+        while not probe.exists() and probe.parent != probe:
+            probe = probe.parent
+        blocked = probe.exists() and not probe.is_dir()
+    except OSError as exc:
+        raise ConfigError(f"cannot use runs directory {p}: {exc.strerror or exc}") from None
+    if blocked:
+        where = "is a file" if probe == p else f"cannot be created: {probe} is a file"
+        raise ConfigError(
+            f"runs directory {p} {where}",
+            hint="pass --runs-dir DIR (a directory, or a path that can become one), or set [runs] dir",
+        )
+    return p
+
+
 def _format_errors(exc: ValidationError, source: str) -> ConfigError:
     lines = []
     for err in exc.errors():
@@ -274,6 +439,8 @@ def find_config(path: Path | str | None = None) -> Path | None:
     """The config file that applies, or None for built-in defaults."""
     if path is not None:
         p = Path(path).expanduser()
+        if p.is_dir():
+            raise ConfigError(f"config file {p} is a directory", hint="pass the TOML file itself")
         if not p.is_file():
             raise ConfigError(f"config file {p} does not exist", hint="run 'agent-runtime init' to write one")
         return p
@@ -288,12 +455,7 @@ def load_config(path: Path | str | None = None, **overrides: Any) -> RuntimeConf
     found = find_config(path)
     data: dict[str, Any] = {}
     if found is not None:
-        try:
-            data = tomllib.loads(found.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{found} is not valid TOML: {exc}") from None
-        except OSError as exc:
-            raise ConfigError(f"cannot read {found}: {exc}") from None
+        data = _read_toml(found)
     for dotted, value in overrides.items():
         if value is None:
             continue
@@ -306,6 +468,34 @@ def load_config(path: Path | str | None = None, **overrides: Any) -> RuntimeConf
         return RuntimeConfig(**data)
     except ValidationError as exc:
         raise _format_errors(exc, str(found or "defaults/environment")) from None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    """A config file's tables; every way it can be unreadable is a one-paragraph ConfigError."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{path} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line})",
+            hint="save the file as UTF-8",
+        ) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        data = None
+    if data is None or _depth(data) > MAX_DEPTH:
+        raise ConfigError(
+            f"{path} nests tables or arrays too deeply",
+            hint=f"nothing in the configuration is nested more than {MAX_DEPTH} levels",
+        )
+    return data
 
 
 EXAMPLE_CONFIG = """\
@@ -325,8 +515,9 @@ max_pixels = 10035200         # 12800 * 28 * 28
 temperature = 0.0
 # reask_temperature = 0.7     # re-asks after an unusable reply sample (seeded); a greedy model repeats
 max_tokens = 1024
-timeout_s = 120
-retries = 3
+timeout_s = 120               # deadline of one request attempt (connect + the whole reply)
+retries = 3                   # retries of refused connections, 429 and 5xx (Retry-After honoured)
+max_reply_bytes = 1048576     # a longer reply is an error, never recorded
 observation = "screenshot"    # screenshot | ui_tree (indexed UI tree as text: text-only models) | both
 
 # Roles use [models.default] unless they name another model or define one inline.
@@ -368,4 +559,9 @@ web_search = false
 k = 3
 threshold = 0.35
 experience = true
+# sensitive = ["my-password"] # redacted from traces, events and LangSmith
+
+[tracing]
+langsmith = false             # true: send runs to LangSmith (LANGSMITH_ENDPOINT/API_KEY/PROJECT)
+screenshots = false           # with langsmith: send screenshots too
 """

@@ -129,7 +129,14 @@ class CoordMapper(BaseModel):
         raise ValueError(f"unknown coordinate space {self.space!r}")
 
     def to_screen(self, x: float, y: float) -> tuple[int, int]:
-        """Model coordinates → integer screen pixels, clamped onto the screen."""
+        """Model coordinates → integer screen pixels, clamped onto the screen.
+
+        Non-finite coordinates raise ``ValueError`` with a message instead of ``round``'s
+        "cannot convert float NaN to integer"; parsed actions never carry them (see
+        :data:`agent_runtime.actions.Coordinate`), so reaching this is a caller's bug.
+        """
+        if not (math.isfinite(x) and math.isfinite(y)):
+            raise ValueError(f"cannot map the non-finite point ({x}, {y}) onto the screen")
         ew, eh = self._extent()
         sx = round(x * self.screen.width / ew)
         sy = round(y * self.screen.height / eh)

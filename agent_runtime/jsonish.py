@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from typing import Any
 
 from agent_runtime.errors import ParseError
@@ -47,6 +48,14 @@ def _balanced_objects(text: str) -> list[str]:
     return spans
 
 
+def _literal(text: str) -> Any:
+    """``ast.literal_eval`` without the SyntaxWarning it emits for an escape such as ``"\\i"``
+    (under ``-W error`` that warning would escape as an exception no caller expects)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.literal_eval(text)
+
+
 def _loads(candidate: str) -> dict[str, Any] | None:
     for attempt in (candidate, _TRAILING_COMMA.sub(r"\1", candidate)):
         try:
@@ -56,7 +65,7 @@ def _loads(candidate: str) -> dict[str, Any] | None:
         else:
             return value if isinstance(value, dict) else None
         try:
-            value = ast.literal_eval(attempt)
+            value = _literal(attempt)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             continue
         if isinstance(value, dict):
@@ -66,7 +75,7 @@ def _loads(candidate: str) -> dict[str, Any] | None:
         r"\btrue\b", "True", re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", candidate))
     )
     try:
-        value = ast.literal_eval(_TRAILING_COMMA.sub(r"\1", swapped))
+        value = _literal(_TRAILING_COMMA.sub(r"\1", swapped))
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
     return value if isinstance(value, dict) else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_runtime.actions import Action
 from agent_runtime.traces import Verdict
@@ -20,12 +20,22 @@ class _Output(BaseModel):
 
 
 class ManagerOutput(_Output):
-    """Manager: the plan. ``finished`` is True when the plan says Finished (or is empty)."""
+    """Manager: the plan. ``finished`` is True only when the plan says Finished; an unfinished
+    plan always has a subgoal (an empty plan is a parse error, not a finished task)."""
 
     thought: str = ""
     completed: list[str] = Field(default_factory=list, description="Historical Operations, newest first")
     plan: list[str] = Field(default_factory=list, description="pending subgoals, in order")
     finished: bool = False
+
+    @model_validator(mode="after")
+    def _plan_or_finished(self) -> ManagerOutput:
+        """The type rules out reading an empty plan as Finished, whoever builds the output."""
+        if self.finished and self.plan:
+            raise ValueError("a finished plan has no subgoals left")
+        if not self.finished and not self.plan:
+            raise ValueError("an unfinished plan needs at least one subgoal")
+        return self
 
     @property
     def current_subgoal(self) -> str:

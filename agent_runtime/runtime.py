@@ -9,6 +9,20 @@ checkpointer, so runtimes — or several runs of one runtime — can work side b
 * ``stream(task, device=...)`` yields typed :mod:`~agent_runtime.events` as the run goes.
 * ``resume(run_id)`` continues a run that was killed or stopped by an infrastructure error.
 
+Resuming puts the device back where the trace says it is. An in-process SimPhone (a
+``simphone[:SEED]`` spec; it died with the killed process) is rebuilt by replaying, on a fresh
+phone with the run's seed, the screen actions of every committed step (plus the step in
+progress when its execution was checkpointed): SimPhone is deterministic, its clock virtual.
+The replayed screen must equal the screen the checkpoint points to, or the resume is refused.
+A device that outlived the run (a real phone, SimPhone over adb, a Device object passed in) is
+compared with that screen; when they differ — an action in flight at the kill reached it — the
+run says so in a warning and continues from what is on the screen now (every node observes the
+device afresh after a resume, and an interrupted action is never replayed blind).
+
+run.json's totals (time, model and device time, calls, tokens) accumulate across resumes; they
+are rewritten whenever a step commits, and on resume a killed session's calls after its last
+rewrite are counted from calls.jsonl and its time up to its last trace write.
+
 Infrastructure errors (a dead model server after its retries, a lost device) end the run with
 status ``"error"`` — recorded in run.json and returned, not raised. Bugs are recorded and raised.
 """
@@ -16,6 +30,7 @@ status ``"error"`` — recorded in run.json and returned, not raised. Bugs are r
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import threading
 import time
@@ -26,11 +41,22 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_runtime.config import Role, RuntimeConfig
+from agent_runtime.actions import Action
+from agent_runtime.config import Role, RuntimeConfig, check_max_steps, runs_directory
 from agent_runtime.device import Device
 from agent_runtime.errors import AgentRuntimeError, ConfigError, TraceError
 from agent_runtime.events import Event, Notice, RunFinished, RunStarted
-from agent_runtime.traces import RunRecord, RunStatus, TraceWriter, Usage, find_run, load_run, new_run_id
+from agent_runtime.traces import (
+    LoadedRun,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+    TraceWriter,
+    Usage,
+    find_run,
+    load_run,
+    new_run_id,
+)
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -92,7 +118,7 @@ class Runtime:
         runs_dir: Path | str | None = None,
     ) -> None:
         self.config = config or RuntimeConfig()
-        self.runs_dir = Path(runs_dir if runs_dir is not None else self.config.runs.dir).expanduser()
+        self.runs_dir = runs_directory(runs_dir if runs_dir is not None else self.config.runs.dir)
         unknown = set(models or {}) - {"manager", "worker", "reflector", "notetaker", "rag"}
         if unknown:
             raise ConfigError(f"models given for unknown roles: {', '.join(sorted(unknown))}")
@@ -204,9 +230,9 @@ class Runtime:
                 )
             if not (run_dir / "checkpoint.sqlite").is_file():
                 raise TraceError(f"run {previous.run_id} has no checkpoint.sqlite to resume from")
-            _check_checkpoint(run_dir, previous.run_id)
+            values = _check_checkpoint(run_dir, previous.run_id)
             dev, owned = self._device(device, previous.device.get("spec"))
-            return _Plan(
+            plan = _Plan(
                 previous.run_id,
                 run_dir,
                 previous.task,
@@ -215,17 +241,29 @@ class Runtime:
                 owned,
                 previous,
                 {s.step for s in loaded.steps},
+                _carried_totals(loaded),
             )
+            try:
+                plan.notices = _restore_device(plan, loaded.steps, values)
+            except BaseException:
+                if owned:
+                    dev.close()
+                raise
+            return plan
         if not task or not task.strip():
             raise ConfigError("the task is empty", hint="describe what the agent should do")
-        limit = max_steps if max_steps is not None else self.config.graph.max_steps
-        if limit < 1:
-            raise ConfigError(f"max_steps must be at least 1, got {limit}")
+        limit = check_max_steps(max_steps if max_steps is not None else self.config.graph.max_steps)
         run_id = new_run_id()
         dev, owned = self._device(device)
         return _Plan(run_id, self.runs_dir / run_id, task, limit, dev, owned)
 
-    def _execute(
+    def _execute(self, **request: Any) -> Generator[Event, None, RunResult]:
+        """A run with its sinks guarded: redacted events and result, third-party tracing as configured."""
+        from agent_runtime.tracing import private_run
+
+        return private_run(self._run_graph(**request), self.config)
+
+    def _run_graph(
         self,
         *,
         task: str | None = None,
@@ -242,6 +280,12 @@ class Runtime:
         ctx: RunContext | None = None
         record: RunRecord | None = None
         started = time.time()
+        base = plan.base
+
+        def progress() -> None:  # a step committed: run.json's totals so far
+            if record is not None and ctx is not None and writer is not None:
+                writer.write_run(_with_totals(record, base, ctx, started, steps=len(ctx.steps_written)))
+
         try:
             platform = getattr(plan.device, "platform", "mobile")
             sink: list[RunContext] = []
@@ -261,6 +305,7 @@ class Runtime:
                 steps_written=plan.written,
                 resumed=plan.previous is not None,
                 observation=observation,
+                on_commit=progress,
             )
             sink.append(ctx)
             info = plan.device.info()
@@ -272,9 +317,11 @@ class Runtime:
                     "device": info.model_dump(mode="json"),
                     "models": self._models_record(callers),
                     "config": self.config.public(),
+                    "timings": base.timings,
+                    "tokens": base.tokens,
                 }
             )
-            writer.write_run(record)
+            writer.write_run(_with_totals(record, base, ctx, started, steps=len(plan.written)))
             conn = sqlite3.connect(plan.run_dir / "checkpoint.sqlite", check_same_thread=False)
             # WAL (set by SqliteSaver) + synchronous=NORMAL survives a killed process, which is
             # what resume needs, without an fsync per checkpoint (only power loss can lose one).
@@ -289,6 +336,7 @@ class Runtime:
                 resumed=plan.previous is not None,
             )
             graph_config: RunnableConfig = {"configurable": {"thread_id": plan.run_id}}
+            yield from plan.notices
             graph_input = yield from _graph_input(app, graph_config, plan, platform)
             limit = (graph_input or app.get_state(graph_config).values).get("max_steps", plan.max_steps)
             graph_config["recursion_limit"] = limit * 6 + 20
@@ -302,6 +350,7 @@ class Runtime:
             status: RunStatus = final.get("status") or "error"
             record = self._finish(
                 record,
+                base,
                 ctx,
                 started,
                 status=status,
@@ -320,7 +369,7 @@ class Runtime:
                 raise
             ctx.close()
             record = self._finish(
-                record, ctx, started, status="error", reason=exc.message, error=exc.to_dict()
+                record, base, ctx, started, status="error", reason=exc.message, error=exc.to_dict()
             )
         except Exception as exc:
             if record is not None and ctx is not None:
@@ -331,7 +380,7 @@ class Runtime:
                     "hint": "this is a bug; please report it",
                 }
                 self._finish(
-                    record, ctx, started, status="error", reason=f"internal error: {exc}", error=error
+                    record, base, ctx, started, status="error", reason=f"internal error: {exc}", error=error
                 )
             raise
         finally:
@@ -371,6 +420,7 @@ class Runtime:
     def _finish(
         self,
         record: RunRecord,
+        base: _Totals,
         ctx: RunContext,
         started: float,
         *,
@@ -381,28 +431,111 @@ class Runtime:
         error: dict[str, Any] | None = None,
     ) -> RunRecord:
         """Write the final run.json: outcome, totals (accumulated across resumes), error."""
-        previous = record.timings
-        timings = {
-            "total_ms": previous.get("total_ms", 0.0) + (time.time() - started) * 1000,
-            "model_ms": previous.get("model_ms", 0.0) + ctx.model_ms,
-            "device_ms": previous.get("device_ms", 0.0) + ctx.device_ms,
-            "calls": previous.get("calls", 0.0) + ctx.calls,
-        }
-        done = record.model_copy(
+        done = _with_totals(record, base, ctx, started, steps=len(ctx.steps_written)).model_copy(
             update={
                 "status": status,
                 "success": success,
                 "answer": answer,
-                "steps": len(ctx.steps_written),
                 "finished_at": time.time(),
-                "timings": timings,
-                "tokens": record.tokens + ctx.usage,
                 "error": error,
                 "reason": reason,
             }
         )
         ctx.writer.write_run(done)
         return done
+
+
+def recorded_config(run: RunRecord, current: RuntimeConfig) -> RuntimeConfig:
+    """The configuration a run started with (run.json's ``config``), for resuming it.
+
+    run.json holds no secrets, so API keys come from ``current`` for models (and role
+    endpoints) with the same name and base URL, and the values to redact are ``current``'s;
+    the runs directory is ``current``'s (where the run was found). Environment variables
+    (``AGENT_RUNTIME_…``) still override, as they do for a config file. A run recorded without
+    a config snapshot resumes with ``current``.
+    """
+    if not run.config:
+        return current
+    data = json.loads(json.dumps(run.config))
+    for name, model in (data.get("models") or {}).items():
+        mine = current.models.get(name)
+        if isinstance(model, dict) and mine is not None and mine.base_url == model.get("base_url"):
+            model["api_key"] = mine.api_key
+    for name, role in (data.get("roles") or {}).items():
+        mine_role = current.roles.get(name)
+        if isinstance(role, dict) and mine_role is not None and mine_role.base_url == role.get("base_url"):
+            role["api_key"] = mine_role.api_key
+    data.setdefault("memory", {})["sensitive"] = list(current.memory.sensitive)
+    data.setdefault("runs", {})["dir"] = str(current.runs.dir)
+    # Where traces may go is the user's choice now, not the one recorded with the run.
+    data["tracing"] = current.tracing.model_dump()
+    try:
+        return RuntimeConfig(**data)
+    except ValueError as exc:
+        raise ConfigError(
+            f"run {run.run_id} recorded a configuration this version cannot use: {exc}",
+            hint="resume with --config FILE to use another configuration",
+        ) from None
+
+
+@dataclass(frozen=True)
+class _Totals:
+    """What a run spent before this session: timings (total_ms, model_ms, device_ms, calls) and tokens."""
+
+    timings: dict[str, float] = field(default_factory=dict)
+    tokens: Usage = field(default_factory=Usage)
+
+
+def _with_totals(
+    record: RunRecord, base: _Totals, ctx: RunContext, started: float, *, steps: int
+) -> RunRecord:
+    """``record`` with the totals so far: before this session plus this session."""
+    usage, session = ctx.totals()
+    now = time.time()
+    timings = {
+        "total_ms": base.timings.get("total_ms", 0.0) + (now - started) * 1000,
+        "model_ms": base.timings.get("model_ms", 0.0) + session["model_ms"],
+        "device_ms": base.timings.get("device_ms", 0.0) + session["device_ms"],
+        "calls": base.timings.get("calls", 0.0) + session["calls"],
+    }
+    return record.model_copy(
+        update={"timings": timings, "tokens": base.tokens + usage, "steps": steps, "updated_at": now}
+    )
+
+
+def _carried_totals(loaded: LoadedRun) -> _Totals:
+    """The totals a resumed run starts from: run.json's, plus what a killed session spent after
+    its last run.json write — its calls from calls.jsonl (run.json counts the calls it covers)
+    and its time up to the last file it wrote."""
+    run = loaded.run
+    timings = {k: float(v) for k, v in run.timings.items()}
+    tokens = run.tokens
+    if run.status != "running":  # ended cleanly (an error): run.json is complete
+        return _Totals(timings, tokens)
+    counted = int(timings.get("calls", 0))
+    missed = loaded.calls[counted:]
+    for call in missed:
+        tokens = tokens + call.usage
+        timings["model_ms"] = timings.get("model_ms", 0.0) + call.latency_ms
+    timings["calls"] = float(counted + len(missed))
+    extra = run.model_extra or {}
+    since = float(extra.get("updated_at") or (run.created_at if not timings.get("total_ms") else 0.0))
+    if since:
+        last = _last_write(loaded.dir)
+        timings["total_ms"] = timings.get("total_ms", 0.0) + max(0.0, last - since) * 1000
+    return _Totals(timings, tokens)
+
+
+def _last_write(run_dir: Path) -> float:
+    """When a killed run last wrote anything: the newest mtime among its files."""
+    newest = 0.0
+    for path in (*run_dir.glob("*"), *run_dir.glob("screens/*")):
+        try:
+            if path.is_file():
+                newest = max(newest, path.stat().st_mtime)
+        except OSError:
+            continue
+    return newest
 
 
 @dataclass
@@ -417,6 +550,9 @@ class _Plan:
     owned: bool
     previous: RunRecord | None = None
     written: set[int] = field(default_factory=set)
+    base: _Totals = field(default_factory=_Totals)
+    #: What restoring a resumed run's device had to say (yielded once the run has started).
+    notices: list[Notice] = field(default_factory=list)
 
 
 def _graph_input(
@@ -443,14 +579,117 @@ def _graph_input(
     return None
 
 
-def _check_checkpoint(run_dir: Path, run_id: str) -> None:
-    """Refuse a checkpoint whose step in progress is an untyped dict: an agent-runtime from before
-    :class:`~agent_runtime.graphs.state.Step` wrote it, and the graph cannot continue from it."""
+def _restore_device(plan: _Plan, steps: list[StepRecord], values: dict[str, Any]) -> list[Notice]:
+    """Put a resumed run's device where its trace says it is (see the module docs), before
+    anything is written; returns what to tell the user.
+
+    The actions that ran are those of the committed steps in steps.jsonl, plus the step in
+    progress when the checkpoint holds its execution's result; a step whose execution was
+    interrupted is not replayed (the Worker decides it again). The screen to match is the one
+    the checkpoint points to.
+    """
+    from agent_runtime.simphone import SimPhone
+
+    batches = [actions for rec in sorted(steps, key=lambda r: r.step) if (actions := _executed(rec))]
+    pending = values.get("pending")
+    if pending is not None and pending.action_result is not None and pending.step not in plan.written:
+        batches.append(pending.to_execute)
+    device = plan.device
+    replay = plan.owned and isinstance(device, SimPhone)
+    if replay:
+        for actions in batches:
+            for action in actions:
+                if not device.execute(action).ok:
+                    break
+    ref = values.get("screen")
+    expected = plan.run_dir / ref if isinstance(ref, str) else None
+    restored = f"SimPhone restored: replayed the actions of {len(batches)} steps"
+    if expected is None or not expected.is_file():
+        return [Notice(message=restored)] if replay and batches else []
+    if _same_screen(device.observe().screenshot, expected.read_bytes()):
+        return [Notice(message=f"{restored}; the screen equals {ref}")] if replay else []
+    if replay:
+        started_on = (plan.previous.device if plan.previous else {}).get("spec", "?")
+        raise TraceError(
+            f"cannot resume run {plan.run_id} on SimPhone: replaying its {len(batches)} executed "
+            f"steps on a fresh {device.info().spec} does not reproduce the last recorded screen ({ref})",
+            hint=f"resume on the device the run started on ({started_on}, same options) with the same "
+            "agent-runtime version; or start the task again as a new run",
+            run_dir=plan.run_dir,
+        )
+    return [
+        Notice(
+            level="warning",
+            message=f"the device's screen differs from the last screen this run recorded ({ref}): an "
+            "action in flight when the run stopped probably reached the device, or the device was "
+            "used since; the agent continues from what is on the screen now",
+        )
+    ]
+
+
+def _executed(record: StepRecord) -> list[Action]:
+    """The screen actions a committed step ran on the device, in order (none when it ran nothing:
+    a format failure, an answer, a stalemate)."""
+    from agent_runtime.actions import parse_action
+
+    if record.action_result is None or record.action_screen is None:
+        return []
+    listed = (record.model_extra or {}).get("screen_actions") or [record.action_screen]
+    try:
+        return [parse_action(a) for a in listed]
+    except AgentRuntimeError as exc:
+        raise TraceError(
+            f"step {record.step} of steps.jsonl holds an action this version cannot replay: {exc.message}",
+            hint="start the task again as a new run",
+        ) from None
+
+
+def _same_screen(a: bytes, b: bytes) -> bool:
+    """Two screenshots show the same pixels (equal PNG bytes, or equal once decoded)."""
+    if a == b:
+        return True
+    import io
+
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(a)) as x, Image.open(io.BytesIO(b)) as y:
+            return x.size == y.size and x.convert("RGB").tobytes() == y.convert("RGB").tobytes()
+    except OSError:
+        return False
+
+
+def _check_checkpoint(run_dir: Path, run_id: str) -> dict[str, Any]:
+    """Refuse, with a hint, a checkpoint.sqlite that is not this run's: not SQLite, another
+    program's database, another run's checkpoints, or unreadable. Also refuse a checkpoint whose
+    step in progress is an untyped dict: an agent-runtime from before
+    :class:`~agent_runtime.graphs.state.Step` wrote it, and the graph cannot continue from it.
+    Returns the state the run resumes from (empty when killed before its first checkpoint)."""
     from agent_runtime.graphs.mobile_agent_v3 import sqlite_checkpointer
 
-    conn = sqlite3.connect(run_dir / "checkpoint.sqlite")
+    path = run_dir / "checkpoint.sqlite"
+    hint = (
+        f"this run cannot be resumed; its trace stays readable (agent-runtime traces show {run_id}); "
+        "start the task again as a new run"
+    )
+    conn = sqlite3.connect(path)
     try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "checkpoints" not in tables:
+            raise TraceError(
+                f"{path} is not an agent-runtime checkpoint (another program's database)", hint=hint
+            )
+        if "checkpoints" in tables:
+            own = conn.execute("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", (run_id,)).fetchone()
+            other = conn.execute("SELECT thread_id FROM checkpoints WHERE thread_id != ? LIMIT 1", (run_id,))
+            foreign = other.fetchone()
+            if own is None and foreign is not None:
+                raise TraceError(f"{path} holds the checkpoints of another run ({foreign[0]})", hint=hint)
         saved = sqlite_checkpointer(conn).get_tuple({"configurable": {"thread_id": run_id}})
+    except sqlite3.Error as exc:
+        raise TraceError(f"{path} is not a readable checkpoint: {exc}", hint=hint) from None
+    except (ValueError, TypeError, KeyError) as exc:  # a damaged checkpoint blob
+        raise TraceError(f"{path} holds a damaged checkpoint: {exc}", hint=hint) from None
     finally:
         conn.close()
     if saved is not None and isinstance(saved.checkpoint["channel_values"].get("pending"), dict):
@@ -460,6 +699,7 @@ def _check_checkpoint(run_dir: Path, run_id: str) -> None:
             hint="start the task again as a new run; its traces so far stay readable",
             run_dir=run_dir,
         )
+    return dict(saved.checkpoint["channel_values"]) if saved is not None else {}
 
 
 def _check_tree(device: Device, callers: Mapping[str, Any]) -> None:

@@ -10,7 +10,16 @@ A run directory looks like::
         checkpoint.sqlite LangGraph checkpoints (resume)
 
 JSONL files are append-only and flushed after every record, so a killed process leaves every
-finished line readable; :func:`load_run` skips a torn last line instead of failing.
+finished line readable; when a step commits, both files are also fsynced (:meth:`TraceWriter.sync`),
+so a power cut loses at most the step in flight. One record is exactly one line: the writer
+escapes every character a line splitter could break on (U+2028, U+2029, U+0085) and lone
+surrogates (a model may reply ``"\\ud83d"``), and readers split on ``"\\n"`` only.
+:func:`load_run` skips a torn last line with a warning (:attr:`LoadedRun.problems`); a writer
+opened on a file that ends in a torn line (a killed run being resumed) cuts the fragment off
+first — into ``<file>.torn`` — so the next record is never glued onto it.
+
+Every record carries ``schema_version``. Readers accept older and equal versions and refuse a
+newer one with a :class:`~agent_runtime.errors.TraceError` that says to upgrade.
 Images inside recorded messages are stored as references (``{"type": "image_ref", "ref":
 "screens/0003.png", "size": [w, h]}``, ``size`` being what the model saw after smart_resize).
 """
@@ -18,7 +27,9 @@ Images inside recorded messages are stored as references (``{"type": "image_ref"
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import threading
 import time
 import uuid
@@ -29,8 +40,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_runtime.errors import TraceError
+from agent_runtime.tracing import Redactor
 
 SCHEMA_VERSION = 1
+
+log = logging.getLogger(__name__)
+
+#: What a line splitter could break a record on, or UTF-8 cannot encode: escaped as ``\\uXXXX``.
+#: (Below U+0020, JSON itself escapes every control character.)
+_UNSAFE = re.compile("[\u0085\u2028\u2029\ud800-\udfff]")
+_UPGRADE_HINT = "upgrade agent-runtime (pip install -U agent-runtime) to read it"
 
 RunStatus = Literal[
     "running",  # in progress (or killed: check for a checkpoint and resume)
@@ -156,39 +175,16 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
 
 
-class Redactor:
-    """Replaces sensitive values (``[memory] sensitive``) in every string of a record.
+def dumps(data: Any, indent: int | None = None) -> str:
+    """JSON text that is one line (without ``indent``) whatever the strings hold, and always
+    encodable as UTF-8: line separators and lone surrogates are written as ``\\uXXXX``.
 
-    Redaction works on the data, never on serialized JSON, so a short secret that happens to
-    equal a key name cannot corrupt the file. Screenshots are pixels and are not redacted.
-
-    >>> Redactor(["hunter2"]).apply({"text": "password hunter2", "n": 1})
-    {'text': 'password [REDACTED]', 'n': 1}
+    >>> dumps({"t": "a\\u2028b\\ud83d"})
+    '{"t": "a\\\\u2028b\\\\ud83d"}'
     """
-
-    MASK = "[REDACTED]"
-
-    def __init__(self, values: Iterable[str] = ()) -> None:
-        self.values = sorted({v for v in values if v}, key=len, reverse=True)
-
-    def __bool__(self) -> bool:
-        return bool(self.values)
-
-    def text(self, value: str) -> str:
-        for secret in self.values:
-            if secret in value:
-                value = value.replace(secret, self.MASK)
-        return value
-
-    def apply(self, obj: Any) -> Any:
-        """A copy of a JSON-like value with every string value redacted (keys are schema, kept)."""
-        if isinstance(obj, str):
-            return self.text(obj)
-        if isinstance(obj, dict):
-            return {k: self.apply(v) for k, v in obj.items()}
-        if isinstance(obj, list | tuple):
-            return [self.apply(v) for v in obj]
-        return obj
+    text = json.dumps(data, ensure_ascii=False, indent=indent)
+    # Outside strings JSON is ASCII, so every match is inside a string and its escape is valid.
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _replace_run_json(run_dir: Path, text: str) -> None:
@@ -208,14 +204,16 @@ class TraceWriter:
         (self.dir / "screens").mkdir(parents=True, exist_ok=True)
         self.redactor = Redactor(sensitive)
         self._lock = threading.Lock()
+        for name in ("steps.jsonl", "calls.jsonl"):
+            repair_tail(self.dir / name)
         self._steps = open(self.dir / "steps.jsonl", "a", encoding="utf-8")  # noqa: SIM115
         self._calls = open(self.dir / "calls.jsonl", "a", encoding="utf-8")  # noqa: SIM115
 
     def _dump(self, record: BaseModel, indent: int | None = None) -> str:
-        if not self.redactor:
-            return record.model_dump_json(indent=indent)
-        data = self.redactor.apply(record.model_dump(mode="json"))
-        return json.dumps(data, ensure_ascii=False, indent=indent)
+        data = record.model_dump(mode="json")
+        if self.redactor:
+            data = self.redactor.apply(data)
+        return dumps(data, indent=indent)
 
     def write_run(self, record: RunRecord) -> None:
         text = self._dump(record, indent=2)
@@ -233,6 +231,15 @@ class TraceWriter:
 
     def append_call(self, record: CallRecord) -> None:
         self._append(self._calls, record)
+
+    def sync(self) -> None:
+        """fsync steps.jsonl and calls.jsonl: called when a step commits, so a power cut loses
+        at most the step in flight (every record is already flushed to the OS when written)."""
+        with self._lock:
+            for fh in (self._steps, self._calls):
+                if not fh.closed:
+                    fh.flush()
+                    os.fsync(fh.fileno())
 
     def save_screen(self, index: int, png: bytes, *, tag: str = "") -> str:
         """Store observation ``index``; returns its ref (``screens/0003.png``). Idempotent.
@@ -258,21 +265,93 @@ class TraceWriter:
         self.close()
 
 
-def _read_jsonl(path: Path, model: type[_Record]) -> list[Any]:
+def repair_tail(path: Path) -> str | None:
+    """Cut a torn last line (no trailing newline: a process killed mid-write) off ``path``,
+    so the next appended record starts on a line of its own. The fragment is kept in
+    ``<name>.torn``; returns a description of what was cut, or None when nothing was (a whole
+    record that only lacks its newline gets one: readers count it too)."""
+    if not path.is_file():
+        return None
+    with path.open("rb+") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return None
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return None
+        keep, pos = 0, size
+        while pos > 0:  # back from the end, a chunk at a time, to the last newline
+            start = max(0, pos - (1 << 16))
+            fh.seek(start)
+            cut = fh.read(pos - start).rfind(b"\n")
+            if cut >= 0:
+                keep = start + cut + 1
+                break
+            pos = start
+        fh.seek(keep)
+        fragment = fh.read()
+        try:  # cut right before its newline: the record is whole, end its line
+            json.loads(fragment)
+        except ValueError:
+            pass
+        else:
+            fh.write(b"\n")
+            return None
+        with (path.parent / (path.name + ".torn")).open("ab") as torn:
+            torn.write(fragment + b"\n")
+        fh.truncate(keep)
+        fh.flush()
+        os.fsync(fh.fileno())
+    what = f"{path.name}: cut a torn last line of {len(fragment)} bytes (kept in {path.name}.torn)"
+    log.warning(what)
+    return what
+
+
+def check_version(data: Any, where: str) -> None:
+    """Refuse a record written by a newer agent-runtime (older and equal versions are read)."""
+    version = data.get("schema_version", SCHEMA_VERSION) if isinstance(data, dict) else SCHEMA_VERSION
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        raise TraceError(
+            f"{where} was written by a newer agent-runtime (schema_version {version}; "
+            f"this version reads up to {SCHEMA_VERSION})",
+            hint=_UPGRADE_HINT,
+        )
+
+
+def _read_jsonl(path: Path, model: type[_Record], problems: list[str] | None = None) -> list[Any]:
+    """Records of a JSONL trace file. Lines are split on ``\\n`` only (a record may hold any
+    other separator, escaped or not); a torn or invalid last line is skipped with a warning."""
     if not path.exists():
         return []
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceError(
+            f"{path} is not a trace file (not UTF-8 text at byte {exc.start})",
+            hint="it was overwritten or damaged; restore it from a copy, or move it away to read the rest",
+        ) from None
+    lines = text.split("\n")
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     out = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for n, line in enumerate(lines, 1):
+    for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            out.append(model.model_validate_json(line))
-        except ValidationError as exc:
-            if n == len(lines):  # a torn last line from a killed process
+            data = json.loads(line)
+            check_version(data, f"{path}:{i + 1}")
+            out.append(model.model_validate(data))
+        except (ValueError, ValidationError) as exc:
+            if i == last:  # a torn last line from a killed process
+                what = f"{path.name}:{i + 1}: skipped a torn last line ({len(line)} characters)"
+                log.warning(what)
+                if problems is not None:
+                    problems.append(what)
                 break
+            msg = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
             raise TraceError(
-                f"{path}:{n} is not a valid {model.__name__}: {exc.errors()[0]['msg']}"
+                f"{path}:{i + 1} is not a valid {model.__name__}: {msg}",
+                hint="the file was edited or damaged; move the bad line away to read the rest",
             ) from None
     return out
 
@@ -286,6 +365,7 @@ class LoadedRun(BaseModel):
     run: RunRecord
     steps: list[StepRecord]
     calls: list[CallRecord]
+    problems: list[str] = Field(default_factory=list, description="what the reader skipped (torn lines)")
 
     def screen(self, ref: str) -> bytes:
         path = (self.dir / ref).resolve()
@@ -305,16 +385,28 @@ def load_run(path: Path | str) -> LoadedRun:
     run_file = p / "run.json"
     if not run_file.is_file():
         raise TraceError(f"{p} is not a run directory (no run.json)", hint="see 'agent-runtime traces list'")
-    try:
-        run = RunRecord.model_validate_json(run_file.read_text(encoding="utf-8"))
-    except ValidationError as exc:
-        raise TraceError(f"{run_file} is invalid: {exc.errors()[0]['msg']}") from None
+    run = read_run_record(run_file)
+    problems: list[str] = []
     return LoadedRun(
         dir=p,
         run=run,
-        steps=_read_jsonl(p / "steps.jsonl", StepRecord),
-        calls=_read_jsonl(p / "calls.jsonl", CallRecord),
+        steps=_read_jsonl(p / "steps.jsonl", StepRecord, problems),
+        calls=_read_jsonl(p / "calls.jsonl", CallRecord, problems),
+        problems=problems,
     )
+
+
+def read_run_record(run_file: Path) -> RunRecord:
+    """run.json, checked: readable, JSON, not from a newer agent-runtime, a valid RunRecord."""
+    try:
+        data = json.loads(run_file.read_bytes().decode("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TraceError(f"{run_file} is not readable run JSON: {exc}") from None
+    check_version(data, str(run_file))
+    try:
+        return RunRecord.model_validate(data)
+    except ValidationError as exc:
+        raise TraceError(f"{run_file} is invalid: {exc.errors()[0]['msg']}") from None
 
 
 def annotate_run(path: Path | str, **fields: Any) -> RunRecord:
@@ -326,7 +418,7 @@ def annotate_run(path: Path | str, **fields: Any) -> RunRecord:
     """
     run = load_run(path)
     record = run.run.model_copy(update=fields)
-    _replace_run_json(run.dir, record.model_dump_json(indent=2))
+    _replace_run_json(run.dir, dumps(record.model_dump(mode="json"), indent=2))
     return record
 
 

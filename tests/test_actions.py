@@ -100,11 +100,55 @@ def test_errors_name_the_bad_field(obj, field):
     assert field in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("obj", "field"),
+    [
+        ({"action": "click", "coordinate": [float("nan"), 3]}, "coordinate"),
+        ({"action": "click", "coordinate": "nan, 3"}, "coordinate"),
+        ({"action": "click", "coordinate": [float("inf"), 3]}, "coordinate"),
+        ({"action": "click", "coordinate": ["-Infinity", 3]}, "coordinate"),
+        ({"action": "click", "coordinate": [True, 3]}, "coordinate"),
+        ({"action": "click", "coordinate": [10**30, 3]}, "coordinate"),
+        ({"action": "click", "coordinate": [100_001, 3]}, "coordinate"),
+        ({"action": "click", "coordinate": [-1, 3]}, "coordinate"),
+        ({"action": "click", "coordinate": [None, 1, 2, 3]}, "coordinate"),
+        ({"action": "click", "coordinate": {1, 2}}, "coordinate"),
+        ({"action": "swipe", "coordinate": [1, 2], "coordinate2": [2, float("nan")]}, "coordinate2"),
+        ({"action": "click", "index": True}, "index"),
+        ({"action": "wait", "time": float("nan")}, "time"),
+        ({"action": "wait", "time": False}, "time"),
+        ({"action": "scroll", "pixels": float("inf")}, "pixels"),
+        ({"action": "long_press", "coordinate": [1, 2], "duration_ms": 1e400}, "duration_ms"),
+        ({"action": "type", "text": "a\ud800"}, "text"),
+        ({"action": "answer", "text": "  "}, "text"),
+        ('{"action": "click", "coordinate": [NaN, 3]}', "coordinate"),
+        ('{"action": "click", "coordinate": [1e400, 3]}', "coordinate"),
+    ],
+)
+def test_non_finite_and_absurd_numbers_are_parse_errors_with_a_hint(obj, field):
+    """Never a crash later in the coordinate mapping or on the device."""
+    with pytest.raises(ActionParseError) as info:
+        parse_action(obj)
+    assert info.value.field == field and info.value.hint
+
+
+def test_numbers_models_write_are_still_read():
+    assert parse_action({"action": "click", "coordinate": ["12", "34.5"]}) == Click(coordinate=(12, 34.5))
+    assert parse_action({"action": "click", "coordinate": [0.25, 0.75]}) == Click(coordinate=(0.25, 0.75))
+    assert parse_action({"action": "click", "index": "7"}).by_index
+
+
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.dictionaries(
         st.sampled_from(["action", "coordinate", "text", "button", "keys", "x"]),
-        st.one_of(st.text(max_size=5), st.integers(), st.lists(st.integers(), max_size=3)),
+        st.one_of(
+            st.text(max_size=5),
+            st.integers(),
+            st.floats(),
+            st.booleans(),
+            st.lists(st.one_of(st.integers(), st.floats(), st.booleans(), st.none()), max_size=4),
+        ),
     )
 )
 def test_parse_never_raises_anything_but_action_parse_error(obj):

@@ -65,3 +65,10 @@ def test_resized_pixels_are_scaled_not_copied():
     # The reference forgets this on phones (~1 % off): 1092 resized px == 1080 screen px.
     mapper = CoordMapper(space=CoordSpace.PIXELS_RESIZED, screen=Size(1080, 2400))
     assert mapper.to_screen(1000, 2000) == (989, 1993)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_to_screen_refuses_non_finite_points_with_a_message(bad):
+    mapper = CoordMapper(space=CoordSpace.PIXELS, screen=Size(1080, 2400))
+    with pytest.raises(ValueError, match="non-finite"):
+        mapper.to_screen(bad, 5)

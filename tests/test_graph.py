@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
@@ -28,6 +29,18 @@ LAUNCHER = "com.android.launcher3"
 
 def make_config(**graph) -> RuntimeConfig:
     return RuntimeConfig(roles={"rag": RoleConfig(enabled=False)}, graph=GraphConfig(**graph))
+
+
+def manager_and_worker_only(**graph) -> RuntimeConfig:
+    """The demo model's setup: no Reflector (and no Notetaker) judges the steps."""
+    off = RoleConfig(enabled=False)
+    return RuntimeConfig(roles={"rag": off, "reflector": off, "notetaker": off}, graph=GraphConfig(**graph))
+
+
+def click_at_screen(phone: SimPhone, x: int, y: int) -> dict:
+    """A click on screen pixel (x, y), written in the model's (resized-pixel) space."""
+    mx, my = CoordMapper(space=CoordSpace.PIXELS_RESIZED, screen=phone.observe().size).from_screen(x, y)
+    return {"action": "click", "coordinate": [round(mx), round(my)]}
 
 
 def phone_with_wifi_off(seed: int = 0) -> SimPhone:
@@ -490,3 +503,66 @@ def test_a_checkpointed_step_comes_back_typed_without_serializer_warnings(tmp_pa
     assert isinstance(restored.screen_actions[0], Click) and isinstance(restored.action_screen, Type)
     assert isinstance(restored.action_result, ActionResult) and isinstance(restored.verdict, Verdict)
     assert not [r for r in caplog.records if "serde" in r.name or "unregistered" in r.getMessage()]
+
+
+def test_without_a_reflector_a_tap_on_nothing_is_not_success(tmp_path):
+    """The issue's "tapped nothing at (659, 239)" judged SUCCESS: with no Reflector, a step whose
+    screen did not change at all is outcome C; one that changed the screen is A."""
+    phone = SimPhone(seed=0)
+    script = {
+        "manager": manager_reply(["Open Settings"]),
+        "worker": [
+            worker_reply(click_at_screen(phone, 659, 239), "Tap Settings"),
+            worker_reply(click_on(phone, "Settings"), "Tap Settings"),
+            worker_reply({"action": "terminate", "status": "failure"}),
+        ],
+    }
+    model, events = run(phone, script, config=manager_and_worker_only(), tmp_path=tmp_path)
+    executed = [e for e in events if isinstance(e, ActionExecuted)]
+    assert "tapped nothing" in executed[0].message and executed[0].ok
+    verdicts = [e for e in events if isinstance(e, VerdictEvent)]
+    assert [(v.outcome, v.success) for v in verdicts] == [("C", False), ("A", True)]
+    assert verdicts[0].feedback == "the screen did not change"
+    assert {c.role for c in model.calls} == {"manager", "worker"}
+    # The Manager's next call hears that the tap failed.
+    assert "did not change" in model.calls_for("manager")[1].prompt
+    assert events[-1].status == "failed" and not events[-1].success
+
+
+#: What the issue's junk server answered: empty or "None" plans, prose, wrong JSON, half headings.
+_JUNK = [
+    "### Thought ###\nhmm\n### Plan ###\n",
+    "### Thought ###\n\n### Historical Operations ###\nNone\n### Plan ###\nNone",
+    "### Plan ###\n-\n",
+    "### Plan ###\n1.\n2.",
+    "lorem ipsum dolor",
+    "{'plan': []}",
+    '{"action": 7}',
+    "### Action ###\nclick it\n### Description ###\nok",
+    "### Outcome ###\n\n### Error Description ###\n",
+    "<tool_call>{{{</tool_call>",
+    "",
+]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_junk_from_every_role_never_ends_completed(tmp_path, seed):
+    """Turn off Wi-Fi against junk answers: 3 of 6 such runs used to end "completed after 0
+    steps (the Manager marked the plan Finished)". Junk is a format error, never success."""
+    rng = random.Random(seed)
+    phone = SimPhone(seed=seed)
+
+    def junk(call) -> str:
+        if call.role == "worker" and rng.random() < 0.4:  # valid JSON tapping empty space
+            return worker_reply(click_at_screen(phone, 659, 239), "Tap Wi-Fi")
+        return rng.choice(_JUNK)
+
+    script = dict.fromkeys(("manager", "worker"), junk)
+    cfg = manager_and_worker_only(max_steps=4, reask=1)
+    _, events = run(phone, script, config=cfg, tmp_path=tmp_path, task="Turn off Wi-Fi")
+    end = events[-1]
+    assert isinstance(end, RunFinished)
+    assert end.status in {"gave_up", "max_steps"} and not end.success, end.reason
+    assert not any(e.success for e in events if isinstance(e, VerdictEvent))
+    loaded = load_run(end.run_dir)
+    assert loaded.run.status == end.status and loaded.run.success is False

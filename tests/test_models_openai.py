@@ -225,7 +225,7 @@ def test_client_errors_are_not_retried() -> None:
 def test_read_timeout_is_bounded_and_not_retried() -> None:
     with FlakyOpenAIServer([(200, completion(["late"]))], delay_s=1.0) as srv:
         start = time.perf_counter()
-        with pytest.raises(ModelError, match="no reply within 0.2 s"):
+        with pytest.raises(ModelError, match="no complete reply within 0.2 s"):
             _model(srv.url, timeout_s=0.2, retries=3).invoke("hi")
         assert time.perf_counter() - start < 1.0
         assert len(srv.posts) == 1
@@ -233,7 +233,7 @@ def test_read_timeout_is_bounded_and_not_retried() -> None:
 
 def test_non_json_and_wrong_shape_replies() -> None:
     with FlakyOpenAIServer([(200, "<html>proxy</html>")]) as srv:
-        with pytest.raises(ModelError, match="non-JSON"):
+        with pytest.raises(ModelError, match="not JSON"):
             _model(srv.url).invoke("hi")
     with FlakyOpenAIServer([(200, {"object": "list"})]) as srv:
         with pytest.raises(ModelError, match="not an OpenAI chat completion"):
@@ -291,3 +291,79 @@ def test_factory_picks_backend_without_loading_anything() -> None:
         make_chat_model(ModelConfig(base_url=None, model="m"))
     gguf = make_chat_model(ModelConfig(model="gguf:/x.gguf"))  # in-process too, resolved on first use
     assert isinstance(gguf, TransformersChatModel) and gguf.path == "gguf:/x.gguf"
+
+
+# --- bounds: a deadline for the whole reply, a cap on its size, wrong shapes ------------------------
+
+
+def _trickler(gap_s: float):
+    from tests.test_faults_http import FaultServer
+
+    def behave(conn: socket.socket, stop: threading.Event) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n")
+        while not stop.wait(gap_s):
+            conn.sendall(b" ")
+
+    return FaultServer(behave)
+
+
+def test_trickling_body_is_cut_at_the_deadline_sync_async_and_inside_a_loop() -> None:
+    with _trickler(0.1) as srv:
+        model = _model(srv.url, timeout_s=0.6, retries=3)
+        for call in (
+            lambda: model.invoke("hi"),
+            lambda: asyncio.run(model.ainvoke("hi")),
+            lambda: asyncio.run(_sync_inside_a_loop(model)),  # invoke() from async code
+        ):
+            start = time.perf_counter()
+            with pytest.raises(ModelError, match=r"no complete reply within 0.6 s \(\d+ bytes"):
+                call()
+            assert time.perf_counter() - start < 1.5
+        assert srv.requests == 3  # one per call: a deadline is not retried
+
+
+async def _sync_inside_a_loop(model: OpenAIChatModel) -> None:
+    model.invoke("hi")
+
+
+def test_reply_cap_scales_with_n_and_logprobs_and_is_enforced() -> None:
+    big = completion(["x" * 5000])
+    with FlakyOpenAIServer([(200, big)]) as srv:
+        with pytest.raises(ModelError, match="larger than max_reply_bytes") as info:
+            _model(srv.url, max_reply_bytes=4000).invoke("hi")
+        assert "raise max_reply_bytes" in (info.value.hint or "")
+        assert _model(srv.url, max_reply_bytes=8000).invoke("hi").content == "x" * 5000
+    model = _model("http://x/v1", max_reply_bytes=100)
+    assert model.reply_cap({"n": 3, "logprobs": True, "top_logprobs": 5}) == 100 * 3 * 7
+    assert make_chat_model(ModelConfig(base_url="http://h/v1", max_reply_bytes=77)).max_reply_bytes == 77
+
+
+def test_retry_after_as_an_http_date_is_honoured_and_capped() -> None:
+    from email.utils import formatdate
+
+    from agent_runtime.models.openai_chat import _Retry, _retry_after
+
+    soon = _retry_after(formatdate(time.time() + 30, usegmt=True))
+    assert soon is not None and 28 <= soon <= 31
+    model = _model("http://x/v1", backoff_s=0.1, max_backoff_s=2.0)
+    assert model._delay(1, _Retry("x", 429, soon)) == 2.0  # a server asking for 30 s gets the cap
+
+
+@pytest.mark.parametrize(
+    ("reply", "needle"),
+    [
+        ({"choices": [{"message": {"content": 5}}]}, "content is int"),
+        ({"choices": [{"message": "hi"}]}, "message is missing or not an object"),
+        ({"choices": []}, "'choices' is empty"),
+        (
+            {"choices": [{"message": {"content": "a"}}], "usage": {"prompt_tokens": "many"}},
+            "usage.prompt_tokens",
+        ),
+        ({"choices": [{"message": {"content": "a"}, "logprobs": [1]}]}, "logprobs is not an object"),
+        ([1, 2], "not an object"),
+    ],
+)
+def test_wrong_types_in_a_reply_are_model_errors(reply: Any, needle: str) -> None:
+    with FlakyOpenAIServer([(200, reply)]) as srv:
+        with pytest.raises(ModelError, match=needle):
+            _model(srv.url).invoke("hi")

@@ -35,8 +35,7 @@ def test_manager_parses_reference_format():
 
 
 @pytest.mark.parametrize(
-    "plan",
-    ["Finished", "Finished.", "**Finished**", "1. Finished", "finished", "The task is finished.", ""],
+    "plan", ["Finished", "Finished.", "**Finished**", "1. Finished", "finished", "The task is finished."]
 )
 def test_manager_finished_variants(plan):
     out = manager.parse_manager(f"### Thought ###\ndone\n### Plan ###\n{plan}")
@@ -46,6 +45,15 @@ def test_manager_finished_variants(plan):
 def test_manager_finished_word_inside_a_subgoal_is_not_finished():
     out = manager.parse_manager("### Plan ###\n1. Finished reading? No: open Clock\n2. Set alarm")
     assert not out.finished and len(out.plan) == 2
+    out = manager.parse_manager("### Plan ###\nCompleted the Wi-Fi step; now open Clock")
+    assert not out.finished and out.plan == ["Completed the Wi-Fi step; now open Clock"]
+
+
+@pytest.mark.parametrize("plan", ["", "\n\n", "None", "N/A", "-", "1.", "```\n```"])
+def test_manager_empty_plan_is_a_format_error_not_finished(plan):
+    # The issue's junk server: an empty Plan section read as Finished ended runs "completed".
+    with pytest.raises(ParseError, match="empty|Plan"):
+        manager.parse_manager(f"### Thought ###\nhmm\n### Plan ###\n{plan}")
 
 
 @pytest.mark.parametrize(
@@ -117,6 +125,22 @@ def test_worker_reads_gui_owl_tool_call_form():
 def test_worker_action_json_anywhere_without_headings():
     out = worker.parse_worker('Going back. {"action": "system_button", "button": "back"}')
     assert out.action == SystemButton(button="Back")
+    out = worker.parse_worker('<think>or {"action": "answer", "text": "no"}?</think>{"action": "wait"}')
+    assert out.action.action == "wait" and out.thought.startswith("or")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '### Thought ###\n{"action": "terminate", "status": "success"}\n### Action ###\nI will tap it',
+        '### Thought ###\nmaybe {"action": "answer", "text": "42"}\n### Description ###\nAnswer',
+        '<thinking>{"action": "answer", "text": "42"}</thinking><conclusion>done</conclusion>',
+    ],
+)
+def test_worker_never_takes_an_action_from_the_thought(text):
+    # The old whole-reply fallback read these as an answer / a successful terminate.
+    with pytest.raises(ActionParseError, match="no action|no JSON"):
+        worker.parse_worker(text)
 
 
 @pytest.mark.parametrize(
@@ -197,6 +221,16 @@ def test_reflector_never_reads_a_letter_from_anywhere_else():
         reflector.parse_reflector("### Thought ###\nA is right\nThe outcome is A")
     with pytest.raises(ParseError, match="does not start with"):
         reflector.parse_reflector("### Outcome ###\nBut A happened")
+
+
+@pytest.mark.parametrize(
+    "body", ["A, B or C", "A/B", "Success or failure", "A new page opened", "A dialog, nothing else", ""]
+)
+def test_reflector_never_guesses_a_success(body):
+    """An echo of the options, two verdicts, or prose starting with the article "A" is a format
+    error (re-asked), never outcome A."""
+    with pytest.raises(ParseError):
+        reflector.parse_reflector(f"### Outcome ###\n{body}\n### Error Description ###\nNone")
 
 
 def test_reflector_failure_without_error_section_uses_the_outcome_text():

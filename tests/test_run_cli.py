@@ -179,3 +179,43 @@ def test_runs_dir_from_config_and_time_budget(tmp_path):
     assert (
         p.returncode == 0 and (tmp_path / "elsewhere" / json.loads(p.stdout)["run_id"] / "run.json").is_file()
     )
+
+
+def test_a_demo_run_resumes_with_the_demo_model_after_init(tmp_path, monkeypatch):
+    """`run --resume` uses the models and settings recorded with the run, not a config file
+    written since (here: the one `agent-runtime init` writes, pointing at a dead server);
+    --config overrides them."""
+    from typer.testing import CliRunner
+
+    from agent_runtime import demo_model
+    from agent_runtime.cli import app
+    from agent_runtime.runtime import Runtime
+    from agent_runtime.traces import RunRecord, TraceWriter
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    run_dir = tmp_path / "runs" / "20260101-000000-abcdef"
+    with TraceWriter(run_dir) as w:
+        w.write_run(
+            RunRecord(
+                run_id=run_dir.name,
+                task="Open Settings",
+                device={"spec": "simphone"},
+                config=demo_model.demo_config().public(),
+            )
+        )
+    runner = CliRunner()
+    assert runner.invoke(app, ["init"]).exit_code == 0 and (tmp_path / "agent-runtime.toml").is_file()
+    seen = []
+
+    def stream_resume(self, run_id, *, device=None):
+        seen.append(self.config)
+        return iter(())
+
+    monkeypatch.setattr(Runtime, "stream_resume", stream_resume)
+    runner.invoke(app, ["run", "--resume", run_dir.name])
+    worker = seen[-1].model_for("worker")
+    assert worker.model == demo_model.MODEL_REF and worker.base_url is None
+    assert not seen[-1].role("reflector").enabled
+    runner.invoke(app, ["run", "--resume", run_dir.name, "--config", "agent-runtime.toml"])
+    assert seen[-1].model_for("worker").base_url == "http://127.0.0.1:8000/v1"

@@ -259,3 +259,109 @@ def test_import_agent_runtime_exports_runtime_lazily():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["Runtime", "RunResult"]
+
+
+# -- resume: the device where the trace says, totals, foreign checkpoints ------------------------------
+LOOK_AROUND = [
+    {"action": "open_app", "text": "Settings"},
+    {"action": "wait", "time": 30},
+    {"action": "system_button", "button": "Home"},
+    {"action": "open_app", "text": "Clock"},
+]
+
+
+def killed_simphone_run(tmp_path, spec="simphone:2"):
+    """A run on an owned SimPhone killed in step 2's Reflector (its action ran and was checkpointed)."""
+    from tests.doubles import manager_reply
+
+    def reflect(call):
+        if call.index == 2:
+            raise KeyboardInterrupt
+        return "### Outcome ###\nA"
+
+    script = {
+        "manager": manager_reply(["Look around"]),
+        "worker": [worker_reply(a) for a in LOOK_AROUND],
+        "reflector": reflect,
+        "notetaker": notetaker_reply("- ok"),
+    }
+    rt, _ = runtime_for(script, tmp_path, make_config(max_steps=4))
+    with pytest.raises(KeyboardInterrupt):
+        rt.run("Look around", device=spec)
+    (run_dir,) = list(tmp_path.iterdir())
+    return run_dir, script
+
+
+def test_resume_on_simphone_replays_the_trace_and_refuses_another_phone(tmp_path):
+    run_dir, script = killed_simphone_run(tmp_path)
+    killed = load_run(run_dir)
+    assert [s.step for s in killed.steps] == [0, 1]
+    rt, _ = runtime_for(script | {"reflector": "### Outcome ###\nA"}, tmp_path, make_config(max_steps=4))
+    with pytest.raises(TraceError, match="does not reproduce the last recorded screen") as refused:
+        rt.resume(run_dir.name, device="simphone:5")  # another seed: another phone
+    assert "simphone:2" in refused.value.hint
+    events = list(rt.stream_resume(run_dir.name))
+    assert any(isinstance(e, Notice) and "SimPhone restored" in e.message for e in events)
+    done = load_run(run_dir)
+    assert done.run.status == "max_steps" and [s.step for s in done.steps] == [0, 1, 2, 3]
+    # The phone continued where the trace left it: each step starts on the screen the last one left.
+    for prev, step in zip(done.steps, done.steps[1:], strict=False):
+        assert done.screen(step.before_screen) == done.screen(prev.after_screen)
+    assert done.run.tokens.total_tokens == sum(c.usage.total_tokens for c in done.calls)
+    assert done.run.timings["calls"] == len(done.calls)
+
+
+def test_resume_on_a_device_that_differs_from_the_trace_warns_and_continues(tmp_path):
+    run_dir, script = killed_simphone_run(tmp_path)
+    rt, _ = runtime_for(script | {"reflector": "### Outcome ###\nA"}, tmp_path, make_config(max_steps=4))
+    phone = SimPhone(seed=2)  # a phone that outlived the run, and someone opened Contacts on it since
+    phone.launch("com.android.contacts")
+    events = list(rt.stream_resume(run_dir.name, device=phone))
+    warnings = [e.message for e in events if isinstance(e, Notice) and e.level == "warning"]
+    assert warnings and "differs from the last screen" in warnings[0]
+    assert load_run(run_dir).run.status == "max_steps"
+
+
+@pytest.mark.parametrize("damage", ["not sqlite", "foreign db", "another run"])
+def test_a_foreign_or_corrupt_checkpoint_is_a_trace_error(tmp_path, damage):
+    import sqlite3
+
+    run_dir, script = killed_simphone_run(tmp_path)
+    path = run_dir / "checkpoint.sqlite"
+    for extra in (run_dir / "checkpoint.sqlite-wal", run_dir / "checkpoint.sqlite-shm"):
+        extra.unlink(missing_ok=True)
+    if damage == "not sqlite":
+        path.write_bytes(b"\x00\x01garbage" * 100)
+    elif damage == "foreign db":
+        path.unlink()
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE songs (title TEXT)")
+        conn.close()
+    else:
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE checkpoints SET thread_id = 'someone-else'")
+            conn.execute("UPDATE writes SET thread_id = 'someone-else'")
+        conn.close()
+    rt, _ = runtime_for(script, tmp_path)
+    with pytest.raises(TraceError, match="checkpoint") as refused:
+        rt.resume(run_dir.name, device="simphone:2")
+    assert "start the task again" in refused.value.hint
+
+
+def test_recorded_config_keeps_the_runs_models_and_takes_secrets_from_the_current_one():
+    from agent_runtime.config import ModelConfig
+    from agent_runtime.runtime import recorded_config
+    from agent_runtime.traces import RunRecord
+
+    started = RuntimeConfig(models={"default": ModelConfig(base_url="http://a/v1", api_key="k1")})
+    record = RunRecord(run_id="r", task="t", config=started.public())
+    assert "k1" not in json.dumps(record.config)
+    now = RuntimeConfig(
+        models={"default": ModelConfig(base_url="http://a/v1", api_key="k2")},
+        memory=MemoryConfig(sensitive=["pin"]),
+    )
+    cfg = recorded_config(record, now)
+    assert cfg.models["default"].api_key == "k2" and cfg.memory.sensitive == ["pin"]
+    moved = RuntimeConfig(models={"default": ModelConfig(base_url="http://127.0.0.1:8000/v1", api_key="x")})
+    cfg = recorded_config(record, moved)
+    assert cfg.models["default"].base_url == "http://a/v1" and cfg.models["default"].api_key == "EMPTY"

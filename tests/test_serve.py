@@ -225,3 +225,51 @@ def test_serve_cli_errors_are_messages_not_tracebacks(tmp_path: Path) -> None:
     )
     assert out.returncode == 2
     assert "is not a directory" in " ".join(out.stderr.split()) and "Traceback" not in out.stderr
+
+
+def test_prompt_beyond_the_context_is_400_counted_after_the_template(server: str) -> None:
+    # The tiny model's context is 4096 tokens; its template and each "hi " word add tokens.
+    long = {"messages": [{"role": "user", "content": "hi " * 4200}], "max_tokens": 4}
+    resp = httpx.post(f"{server}/chat/completions", json=long)
+    assert resp.status_code == 400, resp.text
+    message = resp.json()["error"]["message"]
+    assert "maximum context length is 4096 tokens" in message and "in the messages" in message
+    budget = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 10**9}
+    resp = httpx.post(f"{server}/chat/completions", json=budget)
+    assert resp.status_code == 400 and "in the completion" in resp.json()["error"]["message"]
+
+
+def test_huge_prompt_is_refused_at_once_and_blocks_no_one(server: str) -> None:
+    start = time.perf_counter()
+    huge = {"messages": [{"role": "user", "content": "x" * 20_000_000}], "max_tokens": 4}
+    resp = httpx.post(f"{server}/chat/completions", json=huge, timeout=60)
+    assert resp.status_code == 400 and "far more than fits" in resp.json()["error"]["message"]
+    ok = httpx.post(
+        f"{server}/chat/completions",
+        json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2},
+        timeout=60,
+    )
+    assert ok.status_code == 200
+    assert time.perf_counter() - start < 15  # seconds, not the minutes it took to tokenize and run
+
+
+def test_decompression_bomb_and_huge_seed_are_400_not_500(server: str) -> None:
+    import base64
+    import io
+    import struct
+    import zlib
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("L", (1, 1)).save(buf, "PNG")
+    png = bytearray(buf.getvalue())
+    png[16:24] = struct.pack(">II", 40_000, 40_000)
+    png[29:33] = struct.pack(">I", zlib.crc32(bytes(png[12:29])))
+    url = "data:image/png;base64," + base64.b64encode(bytes(png)).decode()
+    bomb = {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]}
+    resp = httpx.post(f"{server}/chat/completions", json=bomb)
+    assert resp.status_code == 400 and "decompression bomb" in resp.json()["error"]["message"]
+    seed = {"messages": [{"role": "user", "content": "hi"}], "seed": 2**70, "max_tokens": 2}
+    resp = httpx.post(f"{server}/chat/completions", json=seed)
+    assert resp.status_code == 400 and resp.json()["error"]["param"] == "seed"

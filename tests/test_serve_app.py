@@ -107,3 +107,135 @@ def test_adapter_errors_and_health(url: str) -> None:
     resp = httpx.post(f"{url}/load_lora_adapter", json={"lora_name": "a"})
     assert resp.status_code == 400 and resp.json()["error"]["param"] == "lora_path"
     assert httpx.get(url.removesuffix("/v1") + "/health").json() == {"status": "ok", "model": "echo"}
+
+
+# --- limits: client faults are 400/413 with a JSON error, never 500 ---------------------------------
+
+
+def _png_claiming(width: int, height: int) -> bytes:
+    """A few hundred bytes of PNG whose header claims ``width`` x ``height`` (a decompression bomb)."""
+    import io
+    import struct
+    import zlib
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("L", (1, 1)).save(buf, "PNG")
+    png = bytearray(buf.getvalue())
+    png[16:24] = struct.pack(">II", width, height)  # IHDR data starts at byte 16
+    png[29:33] = struct.pack(">I", zlib.crc32(bytes(png[12:29])))  # IHDR's CRC covers type + data
+    return bytes(png)
+
+
+def _data_url(raw: bytes) -> str:
+    import base64
+
+    return "data:image/png;base64," + base64.b64encode(raw).decode()
+
+
+@pytest.mark.parametrize(
+    ("raw", "needle"),
+    [
+        (_png_claiming(30_000, 30_000), "decompression bomb"),  # over PIL's own 2x MAX_IMAGE_PIXELS
+        (_png_claiming(8_000, 5_000), "8000x5000 pixels"),  # under PIL's limit, over ours
+        (b"GIF89a but not really", "not hold a readable image"),
+        (b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, "not hold a readable image"),
+    ],
+)
+def test_images_that_are_bombs_or_no_images_are_value_errors(raw: bytes, needle: str) -> None:
+    from agent_runtime.models.images import decode_data_url
+
+    with pytest.raises(ValueError, match=needle):
+        decode_data_url(_data_url(raw))
+
+
+class ContextBackend(EchoBackend):
+    """The echo double with a 100-token context (the engine's ``context_length``)."""
+
+    context_length = 100
+
+
+@pytest.fixture(scope="module")
+def small_url() -> Iterator[tuple[str, ContextBackend]]:
+    backend = ContextBackend()
+    with ServerThread(create_app(backend, max_body_bytes=200_000)) as base:
+        yield base, backend
+
+
+def test_body_over_the_limit_is_413_json_announced_or_chunked(small_url: tuple[str, ContextBackend]) -> None:
+    url, backend = small_url
+    before = len(backend.seen)
+    big = {"messages": [{"role": "user", "content": "x" * 300_000}]}
+    resp = httpx.post(f"{url}/chat/completions", json=big)
+    assert resp.status_code == 413
+    err = resp.json()["error"]
+    assert "over this server's limit of 200000 bytes" in err["message"] and err["code"] == 413
+
+    def chunks() -> Iterator[bytes]:
+        yield b'{"messages": [{"role": "user", "content": "'
+        for _ in range(30):
+            yield b"y" * 10_000
+
+    resp = httpx.post(
+        f"{url}/chat/completions", content=chunks(), headers={"Content-Type": "application/json"}
+    )
+    assert resp.status_code == 413 and "more than 200000 bytes" in resp.json()["error"]["message"]
+    assert len(backend.seen) == before  # the backend never saw either
+    # The client reports it as a ModelError naming the status, not retried.
+    with pytest.raises(ModelError, match="HTTP 413") as info:
+        OpenAIChatModel(base_url=url, model="echo").invoke("z" * 300_000)
+    assert info.value.context["attempts"] == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "param", "needle"),
+    [
+        ({"seed": 10**30}, "seed", "less than or equal"),
+        ({"seed": "abc"}, "seed", "integer"),
+        ({"max_tokens": "lots"}, "max_tokens", "integer"),
+        ({"temperature": [1]}, "temperature", "number"),
+        ({"stop": [1, 2]}, "stop", ""),
+        ({"messages": [{"role": "user", "content": [{"type": "audio"}]}]}, "messages.0.content", ""),
+        ({"messages": "hi"}, "messages", "list"),
+    ],
+)
+def test_bad_types_and_huge_seed_are_400_naming_the_field(
+    small_url: tuple[str, ContextBackend], extra: dict, param: str, needle: str
+) -> None:
+    url, _ = small_url
+    body = {"messages": [{"role": "user", "content": "hi"}]} | extra
+    resp = httpx.post(f"{url}/chat/completions", json=body)
+    assert resp.status_code == 400, resp.text
+    err = resp.json()["error"]
+    assert err["param"].startswith(param) and needle in err["message"]
+
+
+def test_not_json_and_deep_nesting_are_400_json(small_url: tuple[str, ContextBackend]) -> None:
+    url, _ = small_url
+    for raw in (b"{not json", b"[" * 50_000):
+        resp = httpx.post(
+            f"{url}/chat/completions", content=raw, headers={"Content-Type": "application/json"}
+        )
+        assert resp.status_code == 400 and resp.json()["error"]["code"] == 400
+
+
+def test_prompt_with_far_more_text_than_the_context_is_refused_unread(
+    small_url: tuple[str, ContextBackend],
+) -> None:
+    url, backend = small_url
+    before = len(backend.seen)
+    resp = httpx.post(f"{url}/chat/completions", json={"messages": [{"role": "user", "content": "w" * 7000}]})
+    assert (
+        resp.status_code == 400 and "maximum context length is 100 tokens" in resp.json()["error"]["message"]
+    )
+    assert len(backend.seen) == before
+    ok = httpx.post(f"{url}/chat/completions", json={"messages": [{"role": "user", "content": "w" * 600}]})
+    assert ok.status_code == 200  # within 64 characters per token: the backend counts tokens itself
+
+
+def test_tiny_temperature_is_greedy_not_an_overflow(small_url: tuple[str, ContextBackend]) -> None:
+    url, backend = small_url
+    body = {"messages": [{"role": "user", "content": "hi"}], "temperature": 1e-300}
+    assert httpx.post(f"{url}/chat/completions", json=body).status_code == 200
+    assert backend.seen[-1].temperature == 0.0

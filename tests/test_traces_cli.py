@@ -158,3 +158,92 @@ def test_show_marks_unparseable_steps_without_leaking_markup(tmp_path):
     res = runner.invoke(app, ["traces", "show", run.run_id, "--runs-dir", str(tmp_path)], terminal_width=200)
     assert res.exit_code == 0, res.output
     assert "unparseable" in res.output and "[red]" not in res.output and "[/]" not in res.output
+
+
+# -- records that survive faults -------------------------------------------------------------------
+def _copy_run(src, dst):
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_a_newer_schema_version_is_refused_and_older_ones_read(runs, tmp_path):
+    from agent_runtime.errors import TraceError
+
+    root, (ok, _) = runs
+    run_dir = _copy_run(ok.run_dir, tmp_path / "runs" / ok.run_dir.name)
+    lines = (run_dir / "steps.jsonl").read_text(encoding="utf-8").split("\n")
+    older = json.loads(lines[0]) | {"schema_version": 0}
+    (run_dir / "steps.jsonl").write_text(json.dumps(older) + "\n", encoding="utf-8")
+    assert load_run(run_dir).steps[0].schema_version == 0  # older: read
+    newer = json.loads(lines[0]) | {"schema_version": 99}
+    (run_dir / "steps.jsonl").write_text(json.dumps(newer) + "\n", encoding="utf-8")
+    with pytest.raises(TraceError, match="newer agent-runtime .schema_version 99") as refused:
+        load_run(run_dir)
+    assert "upgrade agent-runtime" in refused.value.hint
+    res = runner.invoke(app, ["traces", "show", ok.run_id, "--runs-dir", str(tmp_path / "runs")])
+    assert res.exit_code == 1 and "schema_version 99" in res.output and "Traceback" not in res.output
+    run_json = json.loads((run_dir / "run.json").read_text()) | {"schema_version": 99}
+    (run_dir / "run.json").write_text(json.dumps(run_json))
+    res = runner.invoke(app, ["traces", "list", "--runs-dir", str(tmp_path / "runs")])
+    assert res.exit_code == 0 and "unreadable" in res.output
+
+
+def test_separators_and_lone_surrogates_keep_one_record_per_line(tmp_path):
+    from agent_runtime.traces import CallRecord, RunRecord, StepRecord, TraceWriter
+
+    nasty = "a\u2028b\u2029c\u0085d\x1ce\x0bf\r\ng \ud83d h \ude00 \U0001f600"
+    with TraceWriter(tmp_path, sensitive=["hunter2"]) as w:
+        w.write_run(RunRecord(run_id="r", task="t", answer=nasty))
+        w.append_call(CallRecord(run_id="r", step=0, role="worker", completion=nasty + " hunter2"))
+        w.append_step(StepRecord(step=0, thought=nasty))
+        w.append_step(StepRecord(step=1, thought="last"))
+        w.sync()
+    for name in ("calls.jsonl", "steps.jsonl"):
+        raw = (tmp_path / name).read_bytes()
+        assert raw.decode("utf-8").splitlines() == raw.decode("utf-8").split("\n")[:-1]  # one per line
+    run = load_run(tmp_path)
+    assert run.run.answer == nasty and run.steps[0].thought == nasty and [s.step for s in run.steps] == [0, 1]
+    assert run.calls[0].completion == nasty + " [REDACTED]"  # the reply is kept, lone surrogate and all
+
+
+def test_a_torn_last_line_is_cut_before_the_next_append(tmp_path):
+    from agent_runtime.traces import StepRecord, TraceWriter
+
+    with TraceWriter(tmp_path) as w:
+        w.append_step(StepRecord(step=0))
+    steps = tmp_path / "steps.jsonl"
+    with steps.open("a") as fh:
+        fh.write('{"schema_version": 1, "step": 1, "thou')  # killed mid-write
+    torn = load_run_dir(tmp_path)
+    assert [s.step for s in torn.steps] == [0] and "torn" in torn.problems[0]
+    with TraceWriter(tmp_path) as w:  # what a resume opens
+        w.append_step(StepRecord(step=1))
+    assert [s.step for s in load_run_dir(tmp_path).steps] == [0, 1]
+    assert (tmp_path / "steps.jsonl.torn").read_text().startswith('{"schema_version": 1, "step": 1')
+    # A whole record that only lost its newline is kept.
+    with steps.open("a") as fh:
+        fh.write(json.dumps({"schema_version": 1, "step": 2}))
+    with TraceWriter(tmp_path) as w:
+        w.append_step(StepRecord(step=3))
+    assert [s.step for s in load_run_dir(tmp_path).steps] == [0, 1, 2, 3]
+
+
+def load_run_dir(path):
+    from agent_runtime.traces import RunRecord
+
+    if not (path / "run.json").exists():
+        (path / "run.json").write_text(RunRecord(run_id="r", task="t").model_dump_json())
+    return load_run(path)
+
+
+def test_binary_calls_and_garbage_lines_are_trace_errors_not_tracebacks(runs, tmp_path):
+    root, (ok, _) = runs
+    run_dir = _copy_run(ok.run_dir, tmp_path / "runs" / ok.run_dir.name)
+    (run_dir / "calls.jsonl").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary")
+    res = runner.invoke(app, ["traces", "show", ok.run_id, "--runs-dir", str(tmp_path / "runs")])
+    assert res.exit_code == 1 and "not a trace file" in res.output and "Traceback" not in res.output
+    (run_dir / "calls.jsonl").write_text('garbage\n{"run_id": "x", "step": 0, "role": "w"}\n')
+    res = runner.invoke(app, ["traces", "show", ok.run_id, "--runs-dir", str(tmp_path / "runs")])
+    assert res.exit_code == 1 and "calls.jsonl:1 is not a valid CallRecord" in res.output

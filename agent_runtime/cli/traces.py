@@ -80,7 +80,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Runs under the runs directory, oldest first."""
         from agent_runtime.errors import TraceError
-        from agent_runtime.traces import RunRecord, iter_runs
+        from agent_runtime.traces import RunRecord, iter_runs, read_run_record
 
         root = _runs_dir(runs_dir, config)
         table = Table(title=f"runs in {root}")
@@ -91,10 +91,10 @@ def register(app: typer.Typer) -> None:
         records: list[tuple[float, Path, RunRecord | None, str]] = []
         for run_dir in iter_runs(root):
             try:
-                record = RunRecord.model_validate_json((run_dir / "run.json").read_text(encoding="utf-8"))
+                record = read_run_record(run_dir / "run.json")
                 records.append((record.created_at, run_dir, record, ""))
-            except (OSError, ValueError) as exc:
-                records.append((0.0, run_dir, None, str(TraceError(str(exc)))))
+            except TraceError as exc:
+                records.append((0.0, run_dir, None, exc.message))
         # Ids sort by second only; created_at orders runs started within the same second.
         for _, run_dir, run, problem in sorted(records, key=lambda r: (r[0], r[1].name)):
             if run is None:
@@ -132,7 +132,7 @@ def register(app: typer.Typer) -> None:
                 escape(_short(run.task, 60)),
             )
         if not as_json:
-            Console().print(table if n else f"no runs in {root}")
+            Console().print(table if records else f"no runs in {root}")
 
     @traces.command("show")
     @guarded
@@ -202,6 +202,8 @@ def register(app: typer.Typer) -> None:
                 f"{cp:.0f} ms" if cp is not None else "",
             )
         console.print(steps)
+        for problem in run.problems:
+            console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
 
     @traces.command("export")
     @guarded

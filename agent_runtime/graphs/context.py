@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -19,6 +20,7 @@ from agent_runtime.device import Device
 from agent_runtime.observation import Observation
 from agent_runtime.roles.caller import RoleCaller
 from agent_runtime.traces import CallRecord, StepRecord, TraceWriter, Usage
+from agent_runtime.tracing import ContextThreadPool
 
 _CACHE_SIZE = 4
 
@@ -36,7 +38,8 @@ class RunContext:
     platform: str = "mobile"
     device_word: str = "phone"
     #: Two workers: a discarded (failed-step) Notetaker call still in flight never delays the next.
-    executor: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(2, "notetaker"))
+    #: Its tasks keep the run's context variables (third-party tracing as configured).
+    executor: ThreadPoolExecutor = field(default_factory=lambda: ContextThreadPool(2, "notetaker"))
     usage: Usage = field(default_factory=Usage)
     model_ms: float = 0.0
     device_ms: float = 0.0
@@ -45,6 +48,8 @@ class RunContext:
     resumed: bool = False
     #: role -> observation mode (screenshot | ui_tree | both); roles not listed see screenshots.
     observation: dict[str, str] = field(default_factory=dict)
+    #: Called after a step is committed and synced (the runtime records the run's totals so far).
+    on_commit: Callable[[], None] | None = None
     _observations: OrderedDict[str, Observation] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -100,11 +105,20 @@ class RunContext:
 
     # -- steps ----------------------------------------------------------------------------------
     def write_step(self, record: StepRecord) -> None:
-        """Append a step once: a node re-run after a resume does not duplicate it."""
+        """Commit a step: append it once (a node re-run after a resume does not duplicate it),
+        then fsync steps.jsonl and calls.jsonl so a power cut loses at most the step in flight."""
         if record.step in self.steps_written:
             return
         self.writer.append_step(record)
         self.steps_written.add(record.step)
+        self.writer.sync()
+        if self.on_commit is not None:
+            self.on_commit()
+
+    def totals(self) -> tuple[Usage, dict[str, float]]:
+        """This session's token usage and timings so far (model_ms, device_ms, calls)."""
+        with self._lock:
+            return self.usage, {"model_ms": self.model_ms, "device_ms": self.device_ms, "calls": self.calls}
 
     def close(self) -> None:
         """Wait for a Notetaker call still in flight, so its record reaches calls.jsonl."""

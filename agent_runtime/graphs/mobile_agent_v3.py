@@ -8,13 +8,15 @@
 
 * ``rag``: ``K_RAG ← RAG(I)`` (skipped with a notice when retrieval is unavailable).
 * ``plan``: ``M_init`` on the first visit, ``M_update`` afterwards; it commits the finished step
-  to ``steps.jsonl`` and ends the run when the plan is Finished or the step budget is spent.
+  to ``steps.jsonl`` and ends the run when the plan is Finished or the step budget is spent. A
+  plan that could not be parsed keeps the previous one and never finishes the run.
 * ``act``: the Worker picks ``A_t``; ``answer``/``terminate`` end the run, so does the same
   action chosen ``repeat_limit`` times in a row (swipe, scroll and Back are exempt).
 * ``execute``: the action in screen pixels on the device, then the new observation ``S_{t+1}``.
 * ``reflect``: the Reflector judges ``S_t → S_{t+1}`` while the Notetaker reads ``S_{t+1}``
   *concurrently*; the notes are kept only on SUCCESS, so the critical path of a step is three
-  sequential model calls (Worker, Reflector, Manager), not four. ``stuck_after`` consecutive
+  sequential model calls (Worker, Reflector, Manager), not four. With no Reflector, a step is a
+  success only if the device reported no failure and the screen changed. ``stuck_after`` consecutive
   failures show the Manager the Potentially Stuck block; ``give_up_after`` more end the run.
 
 Nodes return partial state (plain data and the typed :class:`~agent_runtime.graphs.state.Step` in
@@ -332,8 +334,14 @@ def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
             verdict = result.output.verdict
         else:
             verdict = Verdict.of("C", f"the Reflector's reply could not be parsed: {result.error}")
+    elif not device_ok:
+        verdict = Verdict.of("C", device_report)
+    elif before.png == after.png:
+        # No Reflector judges: an action that changed nothing on screen (a tap on empty space)
+        # is no evidence of progress, so it is not a success.
+        verdict = Verdict.of("C", "the screen did not change")
     else:
-        verdict = Verdict.of("A") if device_ok else Verdict.of("C", device_report)
+        verdict = Verdict.of("A")
     if not device_ok and verdict.success:
         # A failure the device itself detected is never recorded as success.
         verdict = Verdict.of("C", "; ".join(p for p in (device_report, verdict.feedback) if p))

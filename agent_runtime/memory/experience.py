@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.traces import LoadedRun, StepRecord
+from agent_runtime.tracing import Redactor
 
 if TYPE_CHECKING:
     from agent_runtime.config import MemoryConfig
@@ -38,7 +39,7 @@ RECORDED_STATUSES = frozenset({"completed", "failed", "gave_up", "max_steps"})
 GUIDANCE_CHARS = 1500
 NOTES_CHARS = 400
 MAX_LISTED_STEPS = 15
-REDACTED = "[REDACTED]"
+REDACTED = Redactor.MASK
 
 DISTIL_PROMPT = """\
 You turn a GUI agent's finished run into short guidance for future runs of similar tasks.
@@ -146,10 +147,8 @@ def run_succeeded(run: LoadedRun) -> bool:
 
 
 def _redact(text: str, sensitive: Sequence[str]) -> str:
-    for value in sensitive:
-        if value:
-            text = text.replace(value, REDACTED)
-    return text
+    """The one redaction every sink uses (:class:`agent_runtime.tracing.Redactor`)."""
+    return Redactor(sensitive).text(text)
 
 
 def _final_notes(run: LoadedRun) -> str:

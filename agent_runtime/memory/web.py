@@ -7,8 +7,9 @@ timeout covers each HTTP request; the call also runs in a worker thread with a d
 Offline, failing or late search yields no results and a logged warning. A proxy for ddgs can be
 set with the ``DDGS_PROXY`` environment variable (ddgs reads it itself).
 
-Web text is untrusted: results are stripped of markup and control characters, truncated, have
-their angle brackets replaced (so no text can close or fake the delimiters), and reach prompts
+Web text is untrusted: results are stripped of markup, cleaned like all prompt data
+(:func:`~agent_runtime.memory.untrusted.as_data`), truncated, have their angle brackets replaced
+(so no text can close or fake the delimiters), and reach prompts
 only inside ``<untrusted_web_result>`` blocks behind a line saying they are data, not
 instructions.
 """
@@ -19,11 +20,12 @@ import html
 import logging
 import re
 import threading
-import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
+
+from agent_runtime.memory.untrusted import as_data
 
 log = logging.getLogger("agent_runtime.memory.web")
 
@@ -55,18 +57,14 @@ class WebResult(BaseModel):
 def clean_text(raw: Any, limit: int) -> str:
     """Plain, single-line, bounded text: no markup, no control/format characters, no ``<``/``>``.
 
-    NFKC first folds look-alikes such as fullwidth ``＜`` into ``<``, which is then replaced
-    along with every other angle bracket, so nothing in the result can open or close a delimiter.
+    After markup is stripped and entities decoded, :func:`~agent_runtime.memory.untrusted.as_data`
+    (the cleaning every prompt data block gets) folds look-alikes such as fullwidth ``＜`` and
+    takes out anything that could pass for a delimiter; web text then also loses line breaks and
+    has its remaining angle brackets replaced.
     """
     text = _TAG.sub(" ", str(raw or ""))
-    text = html.unescape(text)
-    text = unicodedata.normalize("NFKC", text)
-    text = "".join(
-        " " if ch in "\t\n\r\f\v" else ch
-        for ch in text
-        if ch in "\t\n\r\f\v" or unicodedata.category(ch)[0] != "C"
-    )
-    text = text.replace("<", "‹").replace(">", "›")
+    text = as_data(html.unescape(text))
+    text = text.replace("\n", " ").replace("\t", " ").replace("<", "‹").replace(">", "›")
     text = _SPACE.sub(" ", text).strip()
     if len(text) > limit:
         text = text[: limit - 1].rstrip() + "…"

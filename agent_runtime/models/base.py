@@ -101,18 +101,12 @@ class OpenAIShapedChatModel(BaseChatModel):
         return body
 
     def to_result(self, reply: dict[str, Any], *, latency_ms: float, attempts: int) -> ChatResult:
-        """Read an OpenAI-shaped reply into one generation per choice."""
-        try:
-            choices = sorted(reply["choices"], key=lambda c: c.get("index", 0))
-            texts = [c["message"].get("content") or "" for c in choices]
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise ModelError(
-                f"reply is not an OpenAI chat completion: missing {exc}",
-                hint="is base_url an OpenAI-compatible /v1 endpoint?",
-            ) from None
-        if not choices:
-            raise ModelError("reply has no choices")
-        usage = reply.get("usage") or {}
+        """Read an OpenAI-shaped reply into one generation per choice.
+
+        A reply of the wrong shape (no ``choices``, a choice without a ``message``, content or
+        usage of the wrong type) is a :class:`ModelError` naming the first bad field.
+        """
+        choices, texts, usage = _check_reply(reply)
         prompt = int(usage.get("prompt_tokens") or 0)
         completion = int(usage.get("completion_tokens") or 0)
         generations = []
@@ -184,6 +178,57 @@ class OpenAIShapedChatModel(BaseChatModel):
     async def asample(self, messages: LanguageModelInput, n: int, **kwargs: Any) -> list[AIMessage]:
         result = await self.agenerate([self._convert_input(messages).to_messages()], n=n, **kwargs)
         return _ai_messages(result.generations[0])
+
+
+def _bad_reply(what: str) -> ModelError:
+    return ModelError(
+        f"the reply is not an OpenAI chat completion: {what}",
+        hint="is base_url an OpenAI-compatible /v1 endpoint (vLLM, SGLang, Ollama, agent-runtime serve)?",
+    )
+
+
+def _check_reply(reply: Any) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
+    """The choices (by index), their texts and the usage of a reply, or :class:`ModelError`.
+
+    >>> _check_reply({"choices": [{"message": {"content": "hi"}}]})[1]
+    ['hi']
+    >>> _check_reply({"choices": "x"})
+    Traceback (most recent call last):
+    ...
+    agent_runtime.errors.ModelError: the reply is not an OpenAI chat completion: 'choices' is str, not a list
+      hint: is base_url an OpenAI-compatible /v1 endpoint (vLLM, SGLang, Ollama, agent-runtime serve)?
+    """
+    if not isinstance(reply, dict):
+        raise _bad_reply(f"it is a JSON {type(reply).__name__}, not an object")
+    if "choices" not in reply:
+        raise _bad_reply(f"missing 'choices' (keys: {', '.join(sorted(map(str, reply))[:8]) or 'none'})")
+    raw = reply["choices"]
+    if not isinstance(raw, list):
+        raise _bad_reply(f"'choices' is {type(raw).__name__}, not a list")
+    if not raw:
+        raise _bad_reply("'choices' is empty")
+    for k, choice in enumerate(raw):
+        if not isinstance(choice, dict):
+            raise _bad_reply(f"choices[{k}] is {type(choice).__name__}, not an object")
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise _bad_reply(f"choices[{k}].message is missing or not an object")
+        if not isinstance(message.get("content"), str | None):
+            raise _bad_reply(f"choices[{k}].message.content is {type(message['content']).__name__}")
+        if not isinstance(choice.get("index", 0), int):
+            raise _bad_reply(f"choices[{k}].index is not an integer")
+        if not isinstance(choice.get("logprobs"), dict | None):
+            raise _bad_reply(f"choices[{k}].logprobs is not an object")
+        if not isinstance(choice.get("token_ids"), list | None):
+            raise _bad_reply(f"choices[{k}].token_ids is not a list")
+    usage = reply.get("usage") or {}
+    if not isinstance(usage, dict):
+        raise _bad_reply(f"'usage' is {type(usage).__name__}, not an object")
+    for key in ("prompt_tokens", "completion_tokens"):
+        if not isinstance(usage.get(key) or 0, int):
+            raise _bad_reply(f"usage.{key} is not an integer")
+    choices = sorted(raw, key=lambda c: c.get("index", 0))
+    return choices, [c["message"].get("content") or "" for c in choices], usage
 
 
 def _ai_messages(generations: Sequence[Generation]) -> list[AIMessage]:

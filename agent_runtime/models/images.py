@@ -136,11 +136,17 @@ def encode_screenshot(
     return _default_encoder.encode(screenshot, budget, fmt=fmt, jpeg_quality=jpeg_quality)
 
 
-def decode_data_url(url: str) -> Image.Image:
+#: Most pixels a received image may have (a 4K screen is 8.3 M): larger ones are refused from
+#: their header, before any pixel is decoded, so a decompression bomb costs nothing.
+MAX_DECODE_PIXELS = 32_000_000
+
+
+def decode_data_url(url: str, *, max_pixels: int = MAX_DECODE_PIXELS) -> Image.Image:
     """A ``data:image/...;base64,`` URL to an RGB PIL image; ``ValueError`` for anything else.
 
     Only data URLs are accepted: fetching ``http(s)://`` images would let a prompt make the
-    server reach arbitrary hosts.
+    server reach arbitrary hosts. An image over ``max_pixels`` (a decompression bomb: a few KB
+    that claim gigapixels) and data that is no image are ``ValueError`` too: the sender's fault.
     """
     if not url.startswith("data:"):
         raise ValueError(f"only data: image URLs are supported, got {url[:40]!r}")
@@ -149,8 +155,22 @@ def decode_data_url(url: str) -> Image.Image:
         raise ValueError(f"expected data:image/<type>;base64,<data>, got {header[:60]!r}")
     try:
         raw = base64.b64decode(payload, validate=True)
-        img = Image.open(io.BytesIO(raw))
-        img.load()
-    except (binascii.Error, UnidentifiedImageError, OSError) as exc:
+    except binascii.Error as exc:
+        raise ValueError(f"image data URL is not valid base64: {exc}") from exc
+    try:
+        img = Image.open(io.BytesIO(raw))  # reads the header only
+    except Image.DecompressionBombError as exc:
+        raise ValueError(f"the image is a decompression bomb: {exc}") from exc
+    except Exception as exc:  # PIL raises OSError, SyntaxError, EOFError, struct.error … on bad data
         raise ValueError(f"image data URL does not hold a readable image: {exc}") from exc
-    return img.convert("RGB")
+    width, height = img.size
+    if width * height > max_pixels:
+        raise ValueError(
+            f"the image is {width}x{height} pixels, more than the {max_pixels} this server decodes "
+            "(a decompression bomb?); send a smaller screenshot"
+        )
+    try:
+        img.load()
+        return img.convert("RGB")
+    except Exception as exc:
+        raise ValueError(f"image data URL does not hold a readable image: {exc}") from exc

@@ -7,9 +7,15 @@ backed by transformers. It speaks the subset of vLLM's API the runtime uses: ``G
 endpoints, so RL code written against it also works against ``vllm serve --enable-lora``.
 
 Errors are OpenAI-style JSON: 400 for a malformed request (FastAPI's own 422 is turned into 400,
-as OpenAI and vLLM answer), 404 for an unknown model, 500 for a backend failure.
+as OpenAI and vLLM answer), 404 for an unknown model, 413 for a body over ``max_body_bytes``,
+500 only for a failure of the backend itself. Whatever is the client's fault is a 400 that says
+what to change: bad types, a ``seed`` out of range, data that is no image, a decompression bomb,
+a prompt longer than the model's context (tokens counted after the chat template, as vLLM does;
+a prompt with far more text than could fit is refused before it is even tokenized).
+
 Generation handlers are plain ``def``: FastAPI runs them in its thread pool, so a long
-generation does not block ``/health``; the backend serialises the model itself.
+generation does not block ``/health``; the backend serialises the model itself. The limits keep
+any one request short: none can hold the model for the minutes a prompt beyond the context took.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent_runtime.models.protocol import (
     BadRequest,
@@ -33,10 +41,14 @@ from agent_runtime.models.protocol import (
     LoadLoRARequest,
     ModelList,
     UnloadLoRARequest,
+    check_prompt_chars,
     error_body,
 )
 
 log = logging.getLogger(__name__)
+
+#: Largest request body accepted (413 above): a few full-resolution screenshots as base64.
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 
 
 class ChatBackend(Protocol):
@@ -68,14 +80,80 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
     ), where
 
 
-def create_app(backend: ChatBackend) -> FastAPI:
-    """The FastAPI app serving ``backend``; run it with uvicorn (in a thread or a process)."""
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes is answered 413 (OpenAI-style JSON).
+
+    ``Content-Length`` is checked before anything is read; a chunked body is counted as it
+    arrives and never buffered past the limit. The body read is then replayed to the app.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(scope, send, int(declared))
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            body += message.get("body", b"")
+            if len(body) > self.limit:
+                await self._refuse(scope, send, None)
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, send: Send, declared: int | None) -> None:
+        size = f"{declared} bytes" if declared is not None else f"more than {self.limit} bytes"
+        response = _error(
+            413,
+            f"the request body ({size}) is over this server's limit of {self.limit} bytes "
+            "(agent-runtime serve --max-body-mb); send smaller images or a shorter prompt",
+        )
+        response.headers["Connection"] = "close"
+        await response(scope, _no_receive, send)
+
+
+async def _no_receive() -> Message:
+    return {"type": "http.disconnect"}
+
+
+def create_app(backend: ChatBackend, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
+    """The FastAPI app serving ``backend``; run it with uvicorn (in a thread or a process).
+
+    A backend with a ``context_length`` attribute (tokens) has prompts with far more text than
+    that refused before they reach it; the backend checks the exact token count itself.
+    """
     app = FastAPI(title="agent-runtime OpenAI-compatible server", docs_url=None, redoc_url=None)
+    app.add_middleware(BodyLimit, limit=max_body_bytes)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         message, where = _validation_message(exc)
         return _error(400, message, param=where)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # FastAPI's own errors (a body that is not JSON, an unknown route) in OpenAI's shape too.
+        kind = "invalid_request_error" if exc.status_code < 500 else "internal_error"
+        return _error(exc.status_code, str(exc.detail), kind=kind)
 
     @app.exception_handler(BadRequest)
     async def _bad(_: Request, exc: BadRequest) -> JSONResponse:
@@ -97,6 +175,7 @@ def create_app(backend: ChatBackend) -> FastAPI:
 
     @app.post("/v1/chat/completions")
     def chat(req: ChatCompletionRequest) -> ChatCompletionResponse:
+        check_prompt_chars(req, getattr(backend, "context_length", None))
         return backend.chat(req)
 
     @app.post("/v1/load_lora_adapter", response_class=PlainTextResponse)

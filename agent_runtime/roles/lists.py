@@ -6,7 +6,7 @@ import re
 
 from agent_runtime.roles.sections import is_none
 
-_ITEM = re.compile(r"^\s*(?:(?:step|subgoal)\s*)?(?:\d+\s*[.):]|[-*•+]|\(\d+\))\s+", re.IGNORECASE)
+_ITEM = re.compile(r"^\s*(?:(?:step|subgoal)\s*)?(?:\d+\s*[.):]|[-*•+]|\(\d+\))(?:\s+|$)", re.IGNORECASE)
 
 
 def split_items(text: str) -> list[str]:

@@ -2,8 +2,9 @@
 
 Reply format (GUI-Owl / Mobile-Agent-v3): ``### Thought ###``, ``### Historical Operations ###``
 (later calls only: completed subgoals, newest first) and ``### Plan ###`` — a numbered list, or
-the word ``Finished`` once the request is done. A reply without a Plan section is malformed; a
-Plan section that is present but empty counts as finished (Algorithm 1: an empty subgoal list).
+the word ``Finished`` once the request is done. The plan is Finished only when the Manager says
+so: a Plan section that is missing, empty or "None" is a format error (the caller re-asks, then
+the graph keeps the previous plan), never a finished run — junk must not read as success.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ TEMPLATE = "manager.j2"
 SECTIONS_INIT = ("Thought", "Plan")
 SECTIONS_UPDATE = ("Thought", "Historical Operations", "Plan")
 _HEADINGS = ("Thought", "Historical Operations", "Completed Subgoals", "Plan")
+#: The whole single plan item, after markup: "Finished", "Done.", "The task is finished!" —
+#: not a subgoal that merely starts with the word ("Completed X; now open Y").
 _FINISHED = re.compile(
-    r"^(?:the\s+)?(?:task\s+|request\s+)?(?:is\s+)?(?:finished|done|completed)\b", re.IGNORECASE
+    r"(?:the\s+)?(?:task\s+|request\s+)?(?:is\s+)?(?:finished|done|completed)[\s.!]*", re.IGNORECASE
 )
 
 
@@ -55,7 +58,8 @@ class ManagerInputs(BaseModel):
 
 
 def parse_manager(text: str) -> ManagerOutput:
-    """Parse a Manager reply; raise :class:`ParseError` when it has no Plan section.
+    """Parse a Manager reply; raise :class:`ParseError` when it has no plan (no Plan section,
+    or one with no subgoals and no Finished).
 
     >>> parse_manager("### Thought ###\\nok\\n### Plan ###\\n1. Open Settings\\n2. Tap Wi-Fi").plan
     ['Open Settings', 'Tap Wi-Fi']
@@ -68,9 +72,13 @@ def parse_manager(text: str) -> ManagerOutput:
             "the reply has no '### Plan ###' section",
             hint="answer with ### Thought ###, ### Historical Operations ### and ### Plan ###",
         )
-    plan_text = sections["plan"]
-    items = split_items(plan_text)
-    finished = not items or (len(items) == 1 and bool(_FINISHED.match(strip_markup(items[0]))))
+    items = split_items(sections["plan"])
+    if not items:
+        raise ParseError(
+            "the '### Plan ###' section is empty",
+            hint="list the remaining subgoals as 1. 2. 3., or write Finished if the request is done",
+        )
+    finished = len(items) == 1 and bool(_FINISHED.fullmatch(strip_markup(items[0])))
     completed_text = sections.get("historical operations", sections.get("completed subgoals", ""))
     return ManagerOutput(
         thought=sections.get("thought", ""),

@@ -4,7 +4,9 @@ Retrieval lives in :mod:`agent_runtime.memory` (extra ``rag``: chromadb, web sea
 from earlier runs). This module only connects it to the run: it hands memory a traced ``ask``
 function (every query-writing/summarising call is recorded under role ``rag``) and turns "not
 installed" or a retrieval failure into empty knowledge plus a notice for the event stream —
-the agent still runs, it just plans without retrieved knowledge. After a run ends on its own,
+the agent still runs, it just plans without retrieved knowledge. Knowledge is data for the
+Manager's prompt: nothing in it can end the prompt's ``<<<KNOWLEDGE`` block (see
+:mod:`agent_runtime.memory.untrusted`). After a run ends on its own,
 :func:`record_experience` hands the trace to memory so later runs of similar tasks plan with it.
 """
 
@@ -47,7 +49,21 @@ def retrieve_knowledge(
         return RagOutput(), f"retrieval failed, planning without knowledge: {exc.message}"
     if not isinstance(out, RagOutput):
         out = RagOutput.model_validate(out)
-    return out, None
+    return _sealed(out), None
+
+
+def _sealed(out: RagOutput) -> RagOutput:
+    """Knowledge that cannot end the Manager's ``<<<KNOWLEDGE`` block.
+
+    Memory cleans each text it composes with :func:`~agent_runtime.memory.untrusted.as_data`;
+    this is the backstop for knowledge from anywhere else (a replaced ``build_knowledge``): if it
+    still holds something that could pass for the block's delimiter, all of it is cleaned.
+    """
+    from agent_runtime.memory.untrusted import as_data, has_delimiter
+
+    if has_delimiter(out.knowledge, names=("KNOWLEDGE",)):
+        return out.model_copy(update={"knowledge": as_data(out.knowledge)})
+    return out
 
 
 def record_experience(run_dir: Path, memory: MemoryConfig) -> str | None:

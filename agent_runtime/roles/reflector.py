@@ -4,7 +4,9 @@ Reply format: ``### Outcome ###`` — A (successful or partially), B (failed: wr
 C (failed: no change) — and ``### Error Description ###``. The verdict is read from the *leading*
 letter of the Outcome section only ("A", "(B)", "Outcome: C.", "**A**: Successful"); the
 reference implementation's substring test (any capital A anywhere wins) is exactly the bug this
-avoids. A reply with no Outcome section or no leading verdict is malformed, never guessed.
+avoids. A reply with no Outcome section or no leading verdict is malformed, never guessed; so is
+one that names two verdicts ("A, B or C", "A/B") or starts with the article "A" ("A new page
+opened…"): success is read only where the Reflector clearly says A.
 """
 
 from __future__ import annotations
@@ -20,11 +22,21 @@ from agent_runtime.roles.sections import is_none, split_sections
 TEMPLATE = "reflector.j2"
 SECTIONS = ("Outcome", "Error Description")
 _HEADINGS = ("Outcome", "Error Description", "Screenshot Difference", "Progress Status")
+# Runs of markup are possessive (``*+``): no verdict starts with markup, and backtracking through
+# two adjacent runs made a reply of 4,000 "[" take a quarter of a second.
 _LEADING_VERDICT = re.compile(
-    r"^[\s*_`>\"'\[\(-]*(?:(?i:outcome)\s*[:\-]?\s*)?(?:(?i:option)\s*)?[\s*_`\[\(\"']*"
+    r"^[\s*_`>\"'\[\(-]*+(?:(?i:outcome)\s*+[:\-]?\s*+)?(?:(?i:option)\s*+)?[\s*_`\[\(\"']*+"
     r"(?:(?P<letter>[ABC])(?![A-Za-z0-9])|(?P<lower>[abc])(?=\s*(?:[:).\]*]|$)))"
 )
-_WORD_VERDICT = re.compile(r"^[\s*_`>\"'\[\(-]*(?P<word>successful|success|failed|failure)\b", re.IGNORECASE)
+_WORD_VERDICT = re.compile(r"^[\s*_`>\"'\[\(-]*+(?P<word>successful|success|failed|failure)\b", re.IGNORECASE)
+#: Right after a verdict: a second one offered as an alternative ("A, B or C", "A/B", "Success or failure").
+_ALTERNATIVE = re.compile(
+    r"^[\s*_`\)\]\"']*+(?:,|/|\||\bor\b|\band\b)[\s*_`\(\[\"']*+"
+    r"(?:[ABC](?![A-Za-z0-9])|(?i:successful|success|failed|failure|partial))",
+)
+#: The letter A followed by prose is the article ("A dialog opened…"), not a verdict — unless the
+#: word is the verdict's own ("A successful", "A partially successful").
+_ARTICLE = re.compile(r"^[ \t]+(?!(?i:successful|success|succeeded|partial))[A-Za-z]")
 
 
 class ReflectorInputs(BaseModel):
@@ -60,6 +72,12 @@ def parse_reflector(text: str) -> ReflectorOutput:
     m = _LEADING_VERDICT.match(body)
     if m:
         outcome = Outcome((m.group("letter") or m.group("lower")).upper())
+        rest = body[m.end() :]
+        if outcome is Outcome.A and _ARTICLE.match(rest):
+            raise ParseError(
+                f"the Outcome section starts with prose, not a verdict: {body[:80]!r}",
+                hint="start the Outcome section with the letter A, B or C alone, e.g. 'A: Successful'",
+            )
     else:
         w = _WORD_VERDICT.match(body)
         if w is None:
@@ -67,8 +85,14 @@ def parse_reflector(text: str) -> ReflectorOutput:
                 f"the Outcome section does not start with A, B or C: {body[:80]!r}",
                 hint="start the Outcome section with the letter A, B or C",
             )
+        rest = body[w.end() :]
         # "Failed" alone cannot tell B from C; C (no change) is the conservative reading.
         outcome = Outcome.A if w.group("word").lower().startswith("success") else Outcome.C
+    if _ALTERNATIVE.match(rest):
+        raise ParseError(
+            f"the Outcome section names more than one verdict: {body[:80]!r}",
+            hint="choose one: write only A, B or C under ### Outcome ###",
+        )
     error = sections.get("error description", "")
     error = "" if is_none(error) else error.strip()
     if outcome is not Outcome.A and not error:

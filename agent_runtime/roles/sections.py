@@ -13,6 +13,16 @@ import re
 from collections.abc import Iterable
 
 _FENCED_REPLY = re.compile(r"^\s*```[a-zA-Z]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def readable(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD.
+
+    A decoder that lets one through (``"\\ud800"`` in a JSON reply) would otherwise put a
+    string in a parsed output that no trace can encode as UTF-8.
+    """
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _heading_pattern(names: Iterable[str]) -> re.Pattern[str]:
@@ -20,8 +30,10 @@ def _heading_pattern(names: Iterable[str]) -> re.Pattern[str]:
         sorted((re.escape(n).replace(r"\ ", r"[\s_-]*") for n in names), key=len, reverse=True)
     )
     # group "marks": leading '#'/'**'; group "name"; then either closing markup, a colon, or end of line.
+    # The blanks before the name are possessive (``*+``): a name never starts with a blank, and
+    # backtracking through three runs of them made a line of 2,000 spaces take minutes.
     return re.compile(
-        rf"^[ \t]*(?P<marks>(?:\#{{1,6}}|\*\*|__)?)[ \t]*(?:\*\*)?[ \t]*(?P<name>{alternatives})[ \t]*"
+        rf"^[ \t]*+(?P<marks>(?:\#{{1,6}}|\*\*|__)?)[ \t]*+(?:\*\*)?[ \t]*+(?P<name>{alternatives})[ \t]*"
         rf"(?P<tail>(?:\*\*|__)?[ \t]*\#*[ \t]*(?:\*\*)?[ \t]*:?[ \t]*(?:\*\*)?)",
         re.IGNORECASE | re.MULTILINE,
     )
@@ -42,6 +54,7 @@ def split_sections(text: str, names: Iterable[str]) -> dict[str, str]:
     >>> split_sections("## thought\\nhmm\\nPlan: 1. open", ["Thought", "Plan"])
     {'thought': 'hmm', 'plan': '1. open'}
     """
+    text = readable(text)
     fenced = _FENCED_REPLY.match(text)
     if fenced:
         text = fenced.group(1)

@@ -22,11 +22,12 @@ from agent_runtime.errors import ActionParseError, ParseError
 from agent_runtime.jsonish import extract_json_object
 from agent_runtime.observation import Observation
 from agent_runtime.role_outputs import WorkerOutput
-from agent_runtime.roles.sections import split_sections
+from agent_runtime.roles.sections import readable, split_sections
 
 TEMPLATE = "worker.j2"
 SECTIONS = ("Thought", "Action", "Description")
 _HEADINGS = ("Thought", "Action", "Description", "Summary")
+_ACTION_HINT = 'write one object under ### Action ###, e.g. {"action": "click", "coordinate": [x, y]}'
 _TAG = re.compile(r"<(?P<tag>thinking|think|tool_call|conclusion)>(?P<body>.*?)(?:</(?P=tag)>|$)", re.DOTALL)
 
 
@@ -254,8 +255,16 @@ class WorkerInputs(BaseModel):
 
 
 def _action_source(text: str) -> tuple[str, dict[str, str]]:
-    """Where the action JSON is, plus thought/description from GUI-Owl tags when present."""
-    tags = {m.group("tag"): m.group("body").strip() for m in _TAG.finditer(text)}
+    """Where the action JSON is, plus thought/description from GUI-Owl tags when present.
+
+    The action comes from the Action section, else the first ``<tool_call>``; only a reply with
+    no headings is searched whole, without its ``<think>``/``<thinking>``/``<conclusion>`` parts.
+    A JSON object in the Thought, the Description or the thinking is never taken for the action —
+    a model musing about ``answer`` or ``terminate`` there has not chosen it.
+    """
+    tags: dict[str, str] = {}
+    for m in _TAG.finditer(text):
+        tags.setdefault(m.group("tag"), m.group("body").strip())
     sections = split_sections(text, _HEADINGS)
     extra = {
         "thought": sections.get("thought") or tags.get("thinking") or tags.get("think", ""),
@@ -265,7 +274,13 @@ def _action_source(text: str) -> tuple[str, dict[str, str]]:
         return sections["action"], extra
     if "tool_call" in tags:
         return tags["tool_call"], extra
-    return text, extra
+    if sections:
+        raise ActionParseError(
+            "the reply has no action: no JSON object under ### Action ### and no <tool_call>",
+            field="action",
+            hint=_ACTION_HINT,
+        )
+    return _TAG.sub("", text), extra
 
 
 def parse_worker(
@@ -280,14 +295,12 @@ def parse_worker(
     >>> parse_worker("### Action ###\\n{'action': 'click', 'coordinate': [5, 9]}").action
     Click(action='click', coordinate=(5.0, 9.0))
     """
-    source, extra = _action_source(text)
+    source, extra = _action_source(readable(text))
     try:
         raw: dict[str, Any] = extract_json_object(source)
     except ParseError as exc:
         raise ActionParseError(
-            f"no action JSON object found ({exc.message})",
-            field="action",
-            hint='write one object under ### Action ###, e.g. {"action": "click", "coordinate": [x, y]}',
+            f"no action JSON object found ({exc.message})", field="action", hint=_ACTION_HINT
         ) from None
     action = parse_action(raw)
     if "arguments" in raw and isinstance(raw.get("name"), str) and isinstance(raw["arguments"], dict):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 from typing import Any
 
@@ -26,6 +27,7 @@ TEMPLATE = "critic_step.j2"
 SECTIONS = ("Analysis", "Summary", "Annotation")
 SUMMARY_WORDS = 30
 _LABEL = re.compile(r"\b(GOOD|NEUTRAL|HARMFUL)\b", re.IGNORECASE)
+_LEADING_LABEL = re.compile(r"^[\s*_`>\"'\[\(-]*(?:GOOD|NEUTRAL|HARMFUL)\b", re.IGNORECASE)
 
 
 class StepCriticOutput(BaseModel):
@@ -48,7 +50,8 @@ class StepCriticInputs(BaseModel):
 
 
 def parse_step_critic(text: str) -> StepCriticOutput:
-    """Parse a step-critic reply; the annotation must name exactly one label.
+    """Parse a step-critic reply; the annotation must start with a label and name only that one
+    (so "not GOOD" or "GOOD or NEUTRAL" is a format error, never a GOOD).
 
     A summary longer than 30 words is cut to 30 (the limit is for the trajectory critic's
     prompt length, not a reason to throw the judgement away).
@@ -62,11 +65,13 @@ def parse_step_critic(text: str) -> StepCriticOutput:
         raise ParseError(
             "the reply has no '### Annotation ###' section", hint="end with ### Annotation ### GOOD"
         )
-    labels = {m.upper() for m in _LABEL.findall(sections["annotation"])}
-    if len(labels) != 1:
+    annotation = sections["annotation"]
+    labels = {m.upper() for m in _LABEL.findall(annotation)}
+    if len(labels) != 1 or not _LEADING_LABEL.match(annotation):
         found = ", ".join(sorted(labels)) or "none"
         raise ParseError(
-            f"the Annotation section must name exactly one of GOOD, NEUTRAL, HARMFUL (found: {found})",
+            f"the Annotation section must start with exactly one of GOOD, NEUTRAL, HARMFUL, naming no other "
+            f"(found: {found})",
             hint="write only GOOD, NEUTRAL or HARMFUL under ### Annotation ###",
         )
     summary = " ".join(strip_markup(sections.get("summary", "")).split()[:SUMMARY_WORDS])
@@ -78,9 +83,12 @@ def parse_step_critic(text: str) -> StepCriticOutput:
 
 
 def _point(value: Any) -> tuple[float, float] | None:
-    if isinstance(value, list | tuple) and len(value) == 2:
-        return float(value[0]), float(value[1])
-    return None
+    """A recorded ``[x, y]`` as floats; None for anything else (a missing or malformed point)."""
+    if not (isinstance(value, list | tuple) and len(value) == 2):
+        return None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value):
+        return None
+    return float(value[0]), float(value[1])
 
 
 def mark_action(png: bytes, action_screen: dict[str, Any] | None) -> bytes:

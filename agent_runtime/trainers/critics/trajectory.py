@@ -18,7 +18,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_runtime.errors import ParseError
-from agent_runtime.roles.sections import split_sections, strip_markup
+from agent_runtime.roles.sections import readable, split_sections, strip_markup
 from agent_runtime.trainers.critics.labels import TrajectoryVerdict
 
 TEXT_TEMPLATE = "critic_trajectory_text.j2"
@@ -26,6 +26,7 @@ MULTIMODAL_TEMPLATE = "critic_trajectory_mm.j2"
 CAPTION_TEMPLATE = "critic_caption.j2"
 SECTIONS = ("Reasoning", "Verdict")
 _VERDICT = re.compile(r"^[\s*_`>\"'\[\(-]*(?P<word>incorrect|correct)\b", re.IGNORECASE)
+_EITHER = re.compile(r"\b(?:in)?correct\b", re.IGNORECASE)
 
 
 class TrajectoryChannelOutput(BaseModel):
@@ -46,7 +47,8 @@ class TrajectoryStep(BaseModel):
 
 
 def parse_trajectory_verdict(text: str) -> TrajectoryChannelOutput:
-    """Parse either channel's reply: the Verdict section must start with Correct or Incorrect.
+    """Parse either channel's reply: the Verdict section must start with Correct or Incorrect,
+    and its first line must not name the other one too ("Correct or Incorrect" is no verdict).
 
     >>> parse_trajectory_verdict("### Reasoning ###\\nAlarm set.\\n### Verdict ###\\n**Correct**").verdict
     'Correct'
@@ -65,6 +67,12 @@ def parse_trajectory_verdict(text: str) -> TrajectoryChannelOutput:
             hint="write only Correct or Incorrect under ### Verdict ###",
         )
     verdict = "Incorrect" if m.group("word").lower() == "incorrect" else "Correct"
+    first_line = sections["verdict"][m.end() :].split("\n", 1)[0]
+    if any(w.lower() != verdict.lower() for w in _EITHER.findall(first_line)):
+        raise ParseError(
+            f"the Verdict section names both Correct and Incorrect: {sections['verdict'][:60]!r}",
+            hint="write only Correct or Incorrect under ### Verdict ###",
+        )
     return TrajectoryChannelOutput(verdict=verdict, reasoning=sections.get("reasoning", "").strip())  # type: ignore[arg-type]
 
 
@@ -82,7 +90,7 @@ def parse_caption(text: str) -> Caption:
     >>> parse_caption("The Clock app,   Alarms tab.").text
     'The Clock app, Alarms tab.'
     """
-    caption = strip_markup(split_sections(text, ("Caption",)).get("caption") or text)
+    caption = strip_markup(split_sections(text, ("Caption",)).get("caption") or readable(text))
     if not caption:
         raise ParseError("the caption is empty", hint="describe the screenshot in one or two sentences")
     return Caption(text=" ".join(caption.split()))
