@@ -1,4 +1,4 @@
-"""Typing command lines (android_text), key names (agent_runtime.android_keys) and app names (android_apps).
+"""Typing command lines (devices/android/text.py), key names (android_keys) and app names (android/apps.py).
 
 The oracle for ``input text`` is a port of Android's own ``Input.sendText`` escape handling
 (``%s`` → space), and ``shlex.split`` plays the device shell: a command line is safe when the

@@ -7,8 +7,8 @@ Spec: ``adb`` (the only/first device) or ``adb:SERIAL``. The adb server comes fr
 An observation is three adb calls run in parallel (each is its own TCP connection): the
 screenshot (``exec:screencap -p``, raw bytes), the UI tree (``uiautomator dump`` + ``cat``, retried —
 it fails during animations) and the foreground window (``dumpsys window``). After an action the
-driver waits for the screen to stop changing (see :mod:`.settle`) instead of sleeping.
-Typing: see :mod:`.android_typing`; app names: see :mod:`.android_apps`.
+driver waits for the screen to stop changing (see :mod:`agent_runtime.devices.settle`) instead of sleeping.
+Typing: see :mod:`.typing`; app names: see :mod:`.apps`.
 """
 
 from __future__ import annotations

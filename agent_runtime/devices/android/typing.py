@@ -1,6 +1,6 @@
 """Typing on Android: ``input text`` for ASCII, ADB Keyboard for everything else.
 
-The command lines come from :mod:`.android_text` (quoting, ``%s`` handling, base64). This
+The command lines come from :mod:`.text` (quoting, ``%s`` handling, base64). This
 module decides the route, switches to ADB Keyboard only for the text that needs it and switches
 back to the user's keyboard in the same adb call that types, so a failure cannot leave the phone
 on ADB Keyboard.

@@ -1,7 +1,7 @@
 """Rollout workers as Ray actors (``distill --ray-address ADDR``), for rollouts beyond one machine.
 
 Each actor owns its SimPhones and its runtime; it samples the trained role from the policy
-server (:class:`~.rl_policy.ServerPolicy` — in-process weights cannot be shared with actors),
+server (:class:`~.policy.ServerPolicy` — in-process weights cannot be shared with actors),
 converts its run to a trajectory itself (so run directories need not be on a shared disk) and
 returns the :class:`~.rollouts.RolloutResult`. Requests are dealt round-robin over the actors.
 
