@@ -44,10 +44,10 @@ from agent_runtime.events import (
 from agent_runtime.observation import Observation, UIElement, compress_ui_xml, parse_ui_xml
 
 if TYPE_CHECKING:
-    from agent_runtime.runtime import RunResult, Runtime
+    from agent_runtime.runtime import RunInterrupted, RunResult, Runtime
 
 #: Names loaded on first use (the runtime pulls in LangGraph).
-_LAZY = {"Runtime": "agent_runtime.runtime", "RunResult": "agent_runtime.runtime"}
+_LAZY = {name: "agent_runtime.runtime" for name in ("Runtime", "RunResult", "RunInterrupted")}
 
 
 def __getattr__(name: str) -> Any:
@@ -81,6 +81,7 @@ __all__ = [
     "ParseError",
     "RoleOutputEvent",
     "RunFinished",
+    "RunInterrupted",
     "RunResult",
     "RunStarted",
     "Runtime",

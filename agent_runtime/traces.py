@@ -19,7 +19,8 @@ opened on a file that ends in a torn line (a killed run being resumed) cuts the 
 first — into ``<file>.torn`` — so the next record is never glued onto it.
 
 Every record carries ``schema_version``. Readers accept older and equal versions and refuse a
-newer one with a :class:`~agent_runtime.errors.TraceError` that says to upgrade.
+newer one with a :class:`~agent_runtime.errors.TraceError` that says to upgrade. Fields added
+within a version are optional (run.json's ``verification``): records without them still load.
 Images inside recorded messages are stored as references (``{"type": "image_ref", "ref":
 "screens/0003.png", "size": [w, h]}``, ``size`` being what the model saw after smart_resize).
 """
@@ -58,6 +59,7 @@ RunStatus = Literal[
     "gave_up",  # stalemate: too many consecutive failures or repeated actions
     "max_steps",  # step budget exhausted
     "error",  # an infrastructure error stopped the run (dead model server, lost device)
+    "interrupted",  # stopped by Ctrl-C or Runtime.cancel(); totals final, resumable from its checkpoint
 ]
 
 
@@ -149,6 +151,28 @@ class StepRecord(_Record):
     critic: dict[str, Any] | None = Field(None, description="step-critic label, filled in by `judge`")
 
 
+class Verification(BaseModel):
+    """Whether a run's outcome was checked, and what the check found (``RunRecord.verification``).
+
+    ``checked`` False (``success`` None) means nothing could check the run — ``detail`` says
+    why; the agent's ``success`` is then only its claim. ``by`` names the checker, e.g.
+    ``simphone:ClockStartTimer/3`` (SimPhone's ``is_successful`` for that task instance).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    checked: bool = False
+    success: bool | None = None
+    by: str | None = None
+    detail: str = ""
+    score: float | None = None
+
+    @property
+    def verified(self) -> bool | None:
+        """True: the check passed; False: it failed; None: not checked."""
+        return self.success if self.checked else None
+
+
 class RunRecord(_Record):
     """run.json — rewritten atomically whenever the run's status changes."""
 
@@ -168,6 +192,32 @@ class RunRecord(_Record):
     error: dict[str, Any] | None = None
     eval: dict[str, Any] | None = Field(None, description="task name, seed, task_success when run by eval")
     critic: dict[str, Any] | None = Field(None, description="trajectory-critic labels, filled in by `judge`")
+    verification: Verification | None = Field(
+        None, description="the end-of-run check (absent in records written before checks existed)"
+    )
+
+
+def verification_of(run: RunRecord) -> Verification | None:
+    """The run's check: ``verification``, else the eval harness's ``eval.task_success`` (runs
+    judged by ``agent-runtime eval`` or recorded as demonstrations before checks were recorded).
+
+    >>> judged = {"task": "X", "seed": 3, "task_success": True}
+    >>> v = verification_of(RunRecord(run_id="r", task="t", eval=judged))
+    >>> v.verified, v.by
+    (True, 'simphone:X/3')
+    """
+    if run.verification is not None and run.verification.checked:
+        return run.verification
+    evaluation = run.eval or {}
+    if evaluation.get("task_success") is not None:
+        name = evaluation.get("task") or evaluation.get("task_name") or "?"
+        return Verification(
+            checked=True,
+            success=bool(evaluation["task_success"]),
+            by=f"simphone:{name}/{evaluation.get('seed', '?')}",
+            detail="judged by agent-runtime eval",
+        )
+    return run.verification
 
 
 def new_run_id() -> str:

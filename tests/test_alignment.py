@@ -66,7 +66,7 @@ def test_index_actions_parse_and_keep_their_json_form():
         ),
         ({"action": "swipe", "index": 3, "direction": "sideways"}, "direction", "up"),
         ({"action": "click", "index": -1}, "index", "greater than"),
-        ({"action": "click", "index": "twelve"}, "index", "integer"),
+        ({"action": "click", "index": "twelve"}, "index", "not a number"),
         ({"action": "scroll", "pixels": 1, "index": 2, "coordinate": [1, 1]}, "index", "not both"),
     ],
 )

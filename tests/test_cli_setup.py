@@ -63,7 +63,7 @@ def test_doctor_fails_clearly_when_no_endpoint_answers(tmp_path):
     out = cli("doctor", cwd=tmp_path, env={"COLUMNS": "200"})
     assert out.returncode == 1
     assert "FAIL" in out.stdout and "Connect" in out.stdout and "127.0.0.1:9" in out.stdout
-    assert "agent-runtime demo" in out.stderr  # what to do next
+    assert "agent-runtime selftest" in out.stderr  # what to do next
 
 
 def test_doctor_passes_against_a_live_endpoint(tmp_path, models_server):

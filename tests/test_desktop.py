@@ -172,7 +172,7 @@ def test_typing_survives_an_app_that_reads_its_events_late(xvfb: Any, app: Probe
 @pytest.mark.desktop
 @needs_xvfb
 def test_pinned_keys_make_room_and_leave_the_rest_to_xdotool(xvfb: Any, desktop: Any) -> None:
-    from agent_runtime.devices.desktop.typing import PinnedKeys
+    from agent_runtime.devices.desktop.text_entry import PinnedKeys
 
     pins = PinnedKeys(desktop._pg._pyautogui_x11._display)
     room = pins.capacity
@@ -331,7 +331,7 @@ def test_bad_options_are_config_errors() -> None:
 
 
 def test_xdotool_segments_keep_capitals_and_order() -> None:
-    from agent_runtime.devices.desktop.typing import xdotool_segments
+    from agent_runtime.devices.desktop.text_entry import xdotool_segments
 
     assert xdotool_segments("École Ünïcode 世界") == [
         ["key", "shift+U00C9"],
@@ -345,7 +345,7 @@ def test_xdotool_segments_keep_capitals_and_order() -> None:
 def test_typing_doctests() -> None:
     import doctest
 
-    from agent_runtime.devices.desktop import typing as desktop_typing
+    from agent_runtime.devices.desktop import text_entry as desktop_typing
 
     result = doctest.testmod(desktop_typing)
     assert result.attempted >= 2 and result.failed == 0

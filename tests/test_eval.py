@@ -296,3 +296,30 @@ def test_agent_eval_against_a_dead_server_stops_with_the_servers_error(tmp_path)
         cli_app, ["eval", "--policy", "agent", "--tasks", "SettingsToggle", "--episodes", "1", "-c", str(cfg)]
     )
     assert res.exit_code == 1 and "127.0.0.1:9" in res.output and "Traceback" not in res.output
+
+
+def test_a_failed_episode_says_the_check_failed_and_why(tmp_path):
+    """A policy that claims success without doing anything: listed as failing the check, not as
+    "completed" with no detail, and its run.json records the check."""
+    from rich.console import Console
+
+    from agent_runtime.cli.eval import render
+    from agent_runtime.traces import RunRecord, TraceWriter, read_run_record
+
+    def claim(task: Task, phone) -> Outcome:  # noqa: ANN001
+        run_dir = tmp_path / "runs" / f"{task.name}-{task.seed}"
+        with TraceWriter(run_dir) as w:
+            w.write_run(RunRecord(run_id=run_dir.name, task=task.goal, status="completed", success=True))
+        return Outcome(steps=1, status="completed", run_dir=str(run_dir))
+
+    report = evaluate(claim, tasks="SettingsToggle", split="all", episodes=1)
+    (result,) = report.results
+    assert not result.success and result.status == "completed"
+    assert result.check.startswith("the phone's state does not meet the goal")
+    console = Console(width=300, record=True)
+    render(report, console)
+    text = " ".join(console.export_text().split())
+    assert "failed the check (the agent claimed completed): the phone's state does not meet the goal" in text
+    record = read_run_record(tmp_path / "runs" / "SettingsToggle-0" / "run.json")
+    assert record.verification is not None and record.verification.verified is False
+    assert record.verification.by == "simphone:SettingsToggle/0"

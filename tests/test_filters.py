@@ -15,7 +15,15 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from agent_runtime.traces import CallRecord, RunRecord, StepRecord, TraceWriter, Verdict, load_run
+from agent_runtime.traces import (
+    CallRecord,
+    RunRecord,
+    StepRecord,
+    TraceWriter,
+    Verdict,
+    Verification,
+    load_run,
+)
 from agent_runtime.trainers.critics.labels import StepCriticLabel, TrajectoryCriticLabel, append_step_labels
 from agent_runtime.trainers.data.filters import apply_filters
 from agent_runtime.trainers.data.filters.consistency import check_consistency, filter_consistency
@@ -65,10 +73,14 @@ def write_run(
     critic: dict[str, Any] | None = None,
     roles: tuple[str, ...] = ("manager", "worker", "reflector", "notetaker"),
     tree: str = "",
+    verified: bool = True,
 ) -> Path:
     """A run directory. Each step: ``screen`` (palette index of the screen before it, default =
     step index), ``thought``, ``action`` (model coords = screen coords here), ``outcome`` (A/B/C),
-    optional ``bad_first`` (the Worker's first attempt did not parse) and ``completion``."""
+    optional ``bad_first`` (the Worker's first attempt did not parse) and ``completion``.
+
+    A completed success is recorded as checked (``verified``; a SimPhone check passed), so that
+    trainers label it a success; ``verified=False`` leaves it the agent's unverified claim."""
     d = root / run_id
     with TraceWriter(d) as w:
         w.write_run(
@@ -80,6 +92,11 @@ def write_run(
                 steps=len(steps),
                 eval=eval_info,
                 critic=critic,
+                verification=(
+                    Verification(checked=True, success=True, by="simphone:Test/0")
+                    if verified and success and status == "completed"
+                    else None
+                ),
             )
         )
         for i, s in enumerate(steps):
@@ -204,7 +221,7 @@ def test_every_call_becomes_a_labelled_sample(tmp_path):
         "notetaker",
     ]
     w0, bad, good = (s for s in samples if s.role == "worker")
-    assert w0.outcome == "success" and w0.outcome_source == "agent" and w0.task_key == "Turn on Wi-Fi"
+    assert w0.outcome == "success" and w0.outcome_source == "check" and w0.task_key == "Turn on Wi-Fi"
     assert w0.verdict.outcome == "C" and w0.critic_score == 0.0 and w0.critic["summary"] == "tapped nothing"
     assert good.critic_score == 1.0 and good.critic["summary"] == "later label wins"
     assert not bad.valid and good.valid and good.attempt == 1
@@ -238,6 +255,29 @@ def test_eval_outcome_overrides_the_agents_claim(tmp_path):
     assert by_run["r2"].outcome == "failure" and by_run["r2"].outcome_source == "agent"
     assert by_run["r2"].task_key == "simphone:WifiOn"
     assert found.runs == ["r1", "r2"] and list(found.skipped) == [str(tmp_path / "r3")]
+
+
+def test_an_unverified_claim_is_unlabeled_unless_a_critic_or_a_check_labels_it(tmp_path):
+    write_run(tmp_path, "claim", [{}], verified=False)
+    write_run(tmp_path, "checked", [{}])
+    write_run(
+        tmp_path, "refuted", [{}], verified=False, eval_info={"task": "X", "seed": 1, "task_success": False}
+    )
+    correct = TrajectoryCriticLabel(text="Correct", multimodal="Correct").to_run_field()
+    write_run(tmp_path, "critic", [{}], verified=False, critic=correct)
+    write_run(tmp_path, "gave-up", [{}], status="gave_up", success=False, verified=False)
+    by_run = {s.run_id: s for s in collect_samples(tmp_path, ["worker"]).samples}
+    labels = {run: (s.outcome, s.outcome_source) for run, s in by_run.items()}
+    assert labels == {
+        "claim": ("unknown", "agent"),
+        "checked": ("success", "check"),
+        "refuted": ("failure", "eval"),
+        "critic": ("success", "critic"),
+        "gave-up": ("failure", "agent"),
+    }
+    kept = filter_outcome(list(by_run.values()))
+    assert {s.run_id for s in kept.samples} == {"checked", "critic"}
+    assert kept.report.dropped["run outcome unknown (an unverified claim)"] == 1
 
 
 # -- filters -----------------------------------------------------------------------------------

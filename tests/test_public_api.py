@@ -32,6 +32,7 @@ PUBLIC = {
     "Notice",
     "RoleOutputEvent",
     "RunFinished",
+    "RunInterrupted",
     "RunResult",
     "RunStarted",
     "Runtime",

@@ -1,4 +1,7 @@
-"""``agent-runtime demo``: the whole pipeline on a fresh CPU-only machine, no downloads.
+"""``agent-runtime selftest``: the whole pipeline on a fresh CPU-only machine, no downloads.
+
+(It was called ``agent-runtime demo``, which read like "the offline demo model"; ``demo`` still
+works, hidden, and says the new name.)
 
 It builds the tiny offline Qwen2.5-VL (cached), starts the built-in OpenAI-compatible server with
 it as a real subprocess, and runs a task on SimPhone over HTTP with every role pointed at that
@@ -92,78 +95,104 @@ def start_server(
     raise ModelError(f"the demo server did not answer within {timeout_s:.0f} s")
 
 
+TaskArg = Annotated[str, typer.Argument(help="The task for the agent.")]
+StepsOpt = Annotated[int, typer.Option("--max-steps", min=1, help="Step budget.")]
+RunsOpt = Annotated[Path, typer.Option("--runs-dir", help="Where the run directory goes.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="SimPhone seed.")]
+#: What ``agent-runtime demo`` (the old name) prints before it runs the self-test.
+RENAMED = (
+    "'agent-runtime demo' is now 'agent-runtime selftest' (a random-weights pipeline check, not the "
+    "offline demo model: that one plays with 'agent-runtime run TASK' when nothing is configured)"
+)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     @guarded
-    def demo(
-        task: Annotated[str, typer.Argument(help="The task for the agent.")] = "Turn on Wi-Fi",
-        max_steps: Annotated[int, typer.Option("--max-steps", min=1, help="Step budget.")] = 4,
-        runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where the run directory goes.")] = Path(
-            "./runs"
-        ),
-        seed: Annotated[int, typer.Option("--seed", help="SimPhone seed.")] = 0,
+    def selftest(
+        task: TaskArg = "Turn on Wi-Fi",
+        max_steps: StepsOpt = 4,
+        runs_dir: RunsOpt = Path("./runs"),
+        seed: SeedOpt = 0,
     ) -> None:
-        """Run the full pipeline offline: tiny random model behind the built-in server, on SimPhone."""
-        from agent_runtime.cli.run import LiveView
-        from agent_runtime.config import RuntimeConfig
-        from agent_runtime.events import RunFinished
-        from agent_runtime.runtime import Runtime
-        from agent_runtime.traces import load_run
-        from agent_runtime.tracing import Redactor
+        """Check the whole pipeline offline: a tiny random-weights model behind `serve`, on SimPhone."""
+        run_selftest(task, max_steps, runs_dir, seed)
 
-        console = Console(stderr=True)
-        console.print(
-            "[bold yellow]demo:[/] the tiny offline model has random weights — it exercises the whole "
-            "pipeline (server, roles, parsing, device, traces) but does not solve tasks. "
-            "For real runs see the README.",
-            highlight=False,
+    @app.command(hidden=True, deprecated=True)
+    @guarded
+    def demo(
+        task: TaskArg = "Turn on Wi-Fi",
+        max_steps: StepsOpt = 4,
+        runs_dir: RunsOpt = Path("./runs"),
+        seed: SeedOpt = 0,
+    ) -> None:
+        """The old name of ``selftest``."""
+        Console(stderr=True).print(f"[yellow]{RENAMED}[/]", highlight=False)
+        run_selftest(task, max_steps, runs_dir, seed)
+
+
+def run_selftest(task: str, max_steps: int, runs_dir: Path, seed: int) -> None:
+    """The self-test: build and serve the tiny model, run ``task`` against it, check the trace."""
+    from agent_runtime.cli.run import LiveView
+    from agent_runtime.config import RuntimeConfig
+    from agent_runtime.events import RunFinished
+    from agent_runtime.runtime import Runtime
+    from agent_runtime.traces import load_run
+    from agent_runtime.tracing import Redactor
+
+    console = Console(stderr=True)
+    console.print(
+        "[bold yellow]selftest:[/] the tiny offline model has random weights — it exercises the whole "
+        "pipeline (server, roles, parsing, device, traces) but does not solve tasks. "
+        "For real runs see the README.",
+        highlight=False,
+    )
+    model_dir = ensure_tiny_model(console)
+    port = free_port()
+    server = start_server(model_dir, port, console)
+    try:
+        config = RuntimeConfig(
+            models={
+                "default": {
+                    "base_url": f"http://127.0.0.1:{port}/v1",
+                    "model": SERVED_NAME,
+                    "min_pixels": 56 * 56,
+                    "max_pixels": 112 * 112,
+                    "max_tokens": 48,
+                    "retries": 1,
+                    "timeout_s": 60,
+                }
+            },
+            graph={"max_steps": max_steps, "reask": 1},
+            device={"spec": f"simphone:{seed}"},
+            runs={"dir": runs_dir},
+            roles={"rag": {"enabled": False}},
         )
-        model_dir = ensure_tiny_model(console)
-        port = free_port()
-        server = start_server(model_dir, port, console)
+        final: RunFinished | None = None
+        with LiveView(console, Redactor()) as view:
+            for event in Runtime(config).stream(task, device=f"simphone:{seed}"):
+                view.show(event)
+                final = event if isinstance(event, RunFinished) else final
+    finally:
+        server.terminate()
         try:
-            config = RuntimeConfig(
-                models={
-                    "default": {
-                        "base_url": f"http://127.0.0.1:{port}/v1",
-                        "model": SERVED_NAME,
-                        "min_pixels": 56 * 56,
-                        "max_pixels": 112 * 112,
-                        "max_tokens": 48,
-                        "retries": 1,
-                        "timeout_s": 60,
-                    }
-                },
-                graph={"max_steps": max_steps, "reask": 1},
-                device={"spec": f"simphone:{seed}"},
-                runs={"dir": runs_dir},
-                roles={"rag": {"enabled": False}},
-            )
-            final: RunFinished | None = None
-            with LiveView(console, Redactor()) as view:
-                for event in Runtime(config).stream(task, device=f"simphone:{seed}"):
-                    view.show(event)
-                    final = event if isinstance(event, RunFinished) else final
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-        if final is None:
-            raise typer.Exit(1)
-        run = load_run(final.run_dir)
-        parse_errors = sum(1 for c in run.calls if c.parse_error)
-        console.print(
-            f"[bold]pipeline ok[/]: run {final.run_id} ended '{final.status}' after {final.steps} steps; "
-            f"{len(run.calls)} role calls over HTTP ({parse_errors} unparseable, as expected from random "
-            "weights); "
-            f"trace in {final.run_dir}",
-            highlight=False,
-        )
-        console.print(
-            f"inspect it with: agent-runtime traces show {final.run_id} --runs-dir {runs_dir}",
-            highlight=False,
-        )
-        if final.status == "error":
-            raise typer.Exit(1)
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    if final is None:
+        raise typer.Exit(1)
+    run = load_run(final.run_dir)
+    parse_errors = sum(1 for c in run.calls if c.parse_error)
+    console.print(
+        f"[bold]pipeline ok[/]: run {final.run_id} ended '{final.status}' after {final.steps} steps; "
+        f"{len(run.calls)} role calls over HTTP ({parse_errors} unparseable, as expected from random "
+        "weights); "
+        f"trace in {final.run_dir}",
+        highlight=False,
+    )
+    console.print(
+        f"inspect it with: agent-runtime traces show {final.run_id} --runs-dir {runs_dir}",
+        highlight=False,
+    )
+    if final.status == "error":
+        raise typer.Exit(1)

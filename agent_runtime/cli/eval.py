@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from agent_runtime.cli import guarded
@@ -19,7 +20,7 @@ POLICIES = ("oracle", "agent")
 
 
 def build_policy(name: str, config: Path | None) -> Policy:
-    """The policy ``--policy`` names (the agent policy reads ``--config``)."""
+    """The policy ``--policy`` names (the agent policy reads ``--config`` when given)."""
     from agent_runtime.errors import ConfigError
     from agent_runtime.evaluation import AgentPolicy, ExpertPolicy
 
@@ -30,7 +31,7 @@ def build_policy(name: str, config: Path | None) -> Policy:
         from agent_runtime import demo_model
         from agent_runtime.config import load_config
 
-        cfg, demo = demo_model.choose(load_config(config), config)
+        cfg, demo = demo_model.choose(load_config(config))
         if demo:
             Console(stderr=True).print(f"[dim]{demo_model.NOTICE}[/]", highlight=False)
         return AgentPolicy(cfg)
@@ -58,6 +59,8 @@ def _ci(ci: tuple[float, float]) -> str:
 
 def render(report: EvalReport, console: Console) -> None:
     """Rich tables: headline, per app, per task, then any failed episodes."""
+    from agent_runtime.evaluation.report import failure_detail
+
     head = Table(title=f"{report.suite} · {report.split} · policy {report.policy}")
     for col in ("episodes", "success", "95% CI (Wilson)", "mean steps", "oracle steps", "s/step", "time"):
         head.add_column(col, justify="right")
@@ -102,12 +105,10 @@ def render(report: EvalReport, console: Console) -> None:
     failed = report.failures()
     if failed:
         fails = Table(title=f"failed episodes ({len(failed)})")
-        for col in ("task", "seed", "status", "steps", "detail"):
+        for col in ("task", "seed", "agent said", "steps", "check"):
             fails.add_column(col, overflow="fold")
         for r in failed:
-            detail = r.error or (
-                f"answer {r.answer!r}, expected {r.expected_answer!r}" if r.expected_answer else ""
-            )
+            detail = escape(failure_detail(r))
             fails.add_row(r.task, str(r.seed), r.status, f"{r.steps}/{r.max_steps}", detail)
         console.print(fails)
 
@@ -134,7 +135,9 @@ def register(app: typer.Typer) -> None:
         policy: Annotated[
             str,
             typer.Option(
-                "--policy", help="oracle (the tasks' expert) or agent (the runtime, needs --config)."
+                "--policy",
+                help="oracle (the tasks' expert) or agent (the runtime, configured as run is: --config, "
+                "./agent-runtime.toml, or the offline demo model when nothing is configured).",
             ),
         ] = "oracle",
         workers: Annotated[
@@ -147,7 +150,10 @@ def register(app: typer.Typer) -> None:
             ),
         ] = 1,
         config: Annotated[
-            Path | None, typer.Option("--config", "-c", help="Runtime config for --policy agent.")
+            Path | None,
+            typer.Option(
+                "--config", "-c", help="Runtime config for --policy agent (default: the one run uses)."
+            ),
         ] = None,
         as_json: Annotated[
             bool, typer.Option("--json", help="Print one JSON object instead of tables.")
@@ -157,6 +163,7 @@ def register(app: typer.Typer) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from agent_runtime.evaluation import evaluate, executor_for
+        from agent_runtime.evaluation.report import failure_detail
 
         chosen = build_policy(policy, config)
         executor = executor_for(chosen)
@@ -188,7 +195,7 @@ def register(app: typer.Typer) -> None:
                 wins += result.success
                 progress.update(bar, advance=1, ok=wins)
                 if lines:
-                    outcome = "success" if result.success else (result.error or result.status)
+                    outcome = "success" if result.success else failure_detail(result)
                     err.print(
                         f"[{done}/{planned}] {result.task}/{result.seed}: {outcome}, {result.steps} steps, "
                         f"{result.duration_s:.0f} s ({wins} ok so far)",

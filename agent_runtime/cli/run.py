@@ -1,14 +1,24 @@
 """``agent-runtime run``: run one task with a live view, or resume a killed run.
 
-Exit codes: 0 when the run completed successfully; 1 when it failed, gave up, ran out of steps
-or stopped on an infrastructure error; 2 for usage and configuration errors.
+Every run ends with two separate findings: what the agent *claimed* (``status``/``success``) and
+whether that was *verified*. A run on SimPhone whose task is a SimPhone task instance (its text
+is an instance's goal, or ``--task-id TEMPLATE/SEED``) is checked at its end by the task's own
+check (:mod:`agent_runtime.evaluation.check`); any other run's success is a claim, not verified.
+
+Exit codes (:func:`exit_code`, the one rule): 0 when the check passed, or — when nothing could
+check the run — the agent claimed success (the final line then says "claimed, not verified";
+``--json`` carries ``"verified": null``); 1 when the run failed, gave up, ran out of steps,
+stopped on an infrastructure error, or its check failed (a refuted claim); 2 for usage and
+configuration errors; 130 when interrupted (Ctrl-C). The check outranks the claim.
 """
 
 from __future__ import annotations
 
+import gc
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -29,7 +39,39 @@ from agent_runtime.events import (
 
 if TYPE_CHECKING:
     from agent_runtime.config import RuntimeConfig
+    from agent_runtime.traces import Verification
     from agent_runtime.tracing import Redactor
+
+
+#: ``agent-runtime run``'s exit codes (see the module docstring and :func:`exit_code`).
+EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def exit_code(status: str, success: bool, verification: Verification | None) -> int:
+    """The exit code of a finished run: the check when there was one, else the agent's claim.
+
+    >>> from agent_runtime.traces import Verification
+    >>> exit_code("completed", True, Verification(checked=True, success=False))
+    1
+    >>> exit_code("completed", True, Verification(checked=False))
+    0
+    >>> exit_code("error", False, None)
+    1
+    """
+    if status == "interrupted":
+        return EXIT_INTERRUPTED
+    if status == "error":
+        return EXIT_FAILURE
+    if verification is not None and verification.checked:
+        return EXIT_SUCCESS if verification.success else EXIT_FAILURE
+    return EXIT_SUCCESS if success else EXIT_FAILURE
+
+
+def checker_name(by: str | None) -> str:
+    """``simphone:ClockStartTimer/3`` → ``SimPhone (ClockStartTimer/3)``."""
+    if by and by.startswith("simphone:"):
+        return f"SimPhone ({by.removeprefix('simphone:')})"
+    return by or "the check"
 
 
 def _short(obj: Any, limit: int = 100) -> str:
@@ -133,28 +175,50 @@ def register(app: typer.Typer) -> None:
             typer.Option("--runs-dir", help="Where run directories go (default: runs.dir in the config)."),
         ] = None,
         resume: Annotated[
-            str | None, typer.Option("--resume", help="Continue the killed or errored run with this id.")
+            str | None,
+            typer.Option("--resume", help="Continue the interrupted, killed or errored run with this id."),
+        ] = None,
+        task_id: Annotated[
+            str | None,
+            typer.Option(
+                "--task-id",
+                help="Play SimPhone task instance TEMPLATE[/SEED] instead of a TASK text: its goal is the "
+                "task, the phone is set up for it and the result is checked at the end "
+                "(list them: agent-runtime simphone tasks).",
+            ),
         ] = None,
         as_json: Annotated[
             bool,
             typer.Option(
-                "--json", help="Print one JSON object {run_id, success, status, answer, steps, run_dir}."
+                "--json",
+                help="Print one JSON object {run_id, success, status, verified, verification, answer, "
+                "steps, run_dir}; success is the agent's claim, verified the check's (null: not checked).",
             ),
         ] = False,
     ) -> None:
-        """Run a task on a device with the configured roles; stream progress; write a trace."""
+        """Run a task on a device with the configured roles; stream progress; write a trace.
+
+        On SimPhone a task that is a SimPhone task instance (its goal's text, or --task-id) is
+        checked when the run ends; any other run's success is only claimed. Exit codes: 0 verified
+        success, or claimed success that nothing could check ("claimed, not verified"); 1 failure,
+        error or a failed check; 2 usage error; 130 interrupted.
+        """
         from agent_runtime.config import load_config
         from agent_runtime.errors import ConfigError
         from agent_runtime.runtime import Runtime
         from agent_runtime.tracing import Redactor
 
-        if resume and task:
-            raise ConfigError("give either a TASK or --resume RUN_ID, not both")
-        if not resume and not task:
+        if resume and (task or task_id):
+            raise ConfigError("give either a TASK (or --task-id) or --resume RUN_ID, not both")
+        if task and task_id:
+            raise ConfigError("give either a TASK or --task-id, not both")
+        if not resume and not task and not task_id:
             raise ConfigError("missing TASK", hint='agent-runtime run "Turn on Wi-Fi" --device simphone')
         if resume and max_steps is not None:
             raise ConfigError("--max-steps cannot change a resumed run's budget")
         cfg = load_config(config, **({"device.spec": device} if device else {}))
+        if task_id:
+            task, device = _task_from_id(task_id, device, cfg.device.spec)
         console = Console(stderr=True)
         if resume and config is None:
             # A resumed run keeps the models and settings it started with; --config overrides.
@@ -164,14 +228,8 @@ def register(app: typer.Typer) -> None:
                 "(--config FILE overrides them)[/]",
                 highlight=False,
             )
-        if not resume:
-            from agent_runtime import demo_model
-            from agent_runtime.devices.registry import split_spec
-
-            split_spec(cfg.device.spec)  # a usage error outranks the model fallback
-            cfg, demo = demo_model.choose(cfg, config)
-            if demo:
-                console.print(f"[dim]{demo_model.NOTICE}[/]", highlight=False)
+        # With nothing configured and no server answering, the runtime falls back to the offline
+        # demo model and says so in a Notice (agent_runtime.demo_model.choose).
         runtime = Runtime(cfg, runs_dir=runs_dir)
         events = (
             runtime.stream_resume(resume, device=device)
@@ -179,19 +237,32 @@ def register(app: typer.Typer) -> None:
             else runtime.stream(task or "", device=device, max_steps=max_steps)
         )
         final: RunFinished | None = None
-        if as_json:  # stdout carries the one JSON object; notices (resume, warnings) go to stderr
-            for event in events:
-                final = event if isinstance(event, RunFinished) else final
-                if isinstance(event, Notice):
-                    color = "yellow" if event.level == "warning" else "dim"
-                    console.print(f"[{color}]{escape(event.message)}[/]", highlight=False)
-        else:
-            with LiveView(console, Redactor(cfg.memory.sensitive)) as view:
+        begun: RunStarted | None = None
+        restore = _second_ctrl_c_exits()
+        try:
+            if as_json:  # stdout carries the one JSON object; notices (resume, warnings) go to stderr
                 for event in events:
-                    view.show(event)
                     final = event if isinstance(event, RunFinished) else final
+                    begun = event if isinstance(event, RunStarted) else begun
+                    if isinstance(event, Notice):
+                        color = "yellow" if event.level == "warning" else "dim"
+                        console.print(f"[{color}]{escape(event.message)}[/]", highlight=False)
+            else:
+                with LiveView(console, Redactor(cfg.memory.sensitive)) as view:
+                    for event in events:
+                        view.show(event)
+                        final = event if isinstance(event, RunFinished) else final
+                        begun = event if isinstance(event, RunStarted) else begun
+        except KeyboardInterrupt as exc:
+            events.close()  # Ctrl-C between two events: the run records it now
+            _interrupted(console, exc, begun, resume, as_json)  # a second Ctrl-C still exits at once
+        except BaseException:
+            restore()
+            raise
+        restore()
         if final is None:  # the generator always ends with RunFinished; guard anyway
             raise typer.Exit(1)
+        verification = _verification(final)
         if as_json:
             print(
                 json.dumps(
@@ -199,6 +270,8 @@ def register(app: typer.Typer) -> None:
                         "run_id": final.run_id,
                         "success": final.success,
                         "status": final.status,
+                        "verified": verification.verified if verification else None,
+                        "verification": verification.model_dump() if verification else None,
                         "answer": final.answer,
                         "steps": final.steps,
                         "run_dir": final.run_dir,
@@ -206,8 +279,48 @@ def register(app: typer.Typer) -> None:
                     ensure_ascii=False,
                 )
             )
-        _report(console, final)
-        raise typer.Exit(0 if final.success else 1)
+        _report(console, final, verification)
+        raise typer.Exit(exit_code(final.status, final.success, verification))
+
+
+def _task_from_id(task_id: str, device: str | None, spec: str) -> tuple[str, str]:
+    """``--task-id``'s goal and SimPhone spec: the instance's seed is the phone's seed (TEMPLATE
+    alone takes the seed of ``--device simphone:SEED``, else 0)."""
+    from agent_runtime.devices.registry import split_spec
+    from agent_runtime.errors import ConfigError, TaskError
+    from agent_runtime.simphone.tasks.registry import make_task, parse_task_id
+
+    try:
+        name, seed = parse_task_id(task_id)
+    except TaskError as exc:
+        raise ConfigError(exc.message, hint=exc.hint) from None
+    kind, arg = split_spec(spec)
+    if kind != "simphone":
+        raise ConfigError(
+            f"--task-id plays a SimPhone task, but the device is {spec}",
+            hint="use --device simphone (or leave --device out)",
+        )
+    if arg is not None and not arg.isdigit():
+        raise ConfigError(f"SimPhone seed must be an integer, got {arg!r}", hint="use simphone:SEED")
+    if device and arg is not None and seed is not None and int(arg) != seed:
+        raise ConfigError(
+            f"--task-id {task_id} plays on simphone:{seed}, but --device says {device}",
+            hint=f"leave --device out, or use --task-id {name}/{arg}",
+        )
+    if seed is None:
+        seed = int(arg) if device and arg is not None else 0
+    return make_task(name, seed).goal, f"simphone:{seed}"
+
+
+def _verification(final: RunFinished) -> Verification | None:
+    """The finished run's check, from its run.json (None when it cannot be read)."""
+    from agent_runtime.errors import TraceError
+    from agent_runtime.traces import read_run_record, verification_of
+
+    try:
+        return verification_of(read_run_record(Path(final.run_dir) / "run.json"))
+    except TraceError:
+        return None
 
 
 def _recorded(
@@ -225,7 +338,61 @@ def _recorded(
     return cfg
 
 
-def _report(console: Console, final: RunFinished) -> None:
+def _second_ctrl_c_exits() -> Callable[[], None]:
+    """While a run is in flight, a second Ctrl-C (one during the first one's clean-up) exits
+    at once with 130: run.json is only ever replaced whole, and the checkpoint survives a kill,
+    so nothing is lost that ``--resume`` needs. Returns what puts the previous handler back."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):  # SIGINT ignored, or not Python's to handle
+        return lambda: None
+    pressed = threading.Event()
+
+    def handler(signum: int, frame: Any) -> None:
+        if pressed.is_set():
+            os.write(2, b"\ninterrupted again: exiting now\n")
+            os._exit(EXIT_INTERRUPTED)
+        pressed.set()
+        previous(signum, frame)
+
+    def restore() -> None:
+        signal.signal(signal.SIGINT, previous)
+
+    signal.signal(signal.SIGINT, handler)
+    return restore
+
+
+def _interrupted(
+    console: Console, exc: KeyboardInterrupt, begun: RunStarted | None, resume: str | None, as_json: bool
+) -> NoReturn:
+    """Ctrl-C: say where the run is and how to continue it; exit 130."""
+    from agent_runtime.runtime import RunInterrupted
+
+    run_id = exc.run_id if isinstance(exc, RunInterrupted) else begun.run_id if begun else resume
+    run_dir = str(exc.run_dir) if isinstance(exc, RunInterrupted) else begun.run_dir if begun else None
+    if run_id is None:
+        console.print("[yellow]Interrupted[/] before the run started; nothing was saved.", highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED)
+    where = f" saved in {run_dir}" if run_dir else " unchanged"
+    console.print(
+        f"[yellow]Interrupted.[/] Run {run_id}{where}; continue with: agent-runtime run --resume {run_id}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if as_json:
+        print(json.dumps({"run_id": run_id, "success": False, "status": "interrupted", "run_dir": run_dir}))
+    # The process exits now: spare it the final garbage collection of everything loaded (about
+    # 0.6 s of the user's wait with langgraph imported); files and the checkpoint are closed.
+    gc.freeze()
+    raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _report(console: Console, final: RunFinished, verification: Verification | None = None) -> None:
     if final.status == "error" and final.error:
         console.print(f"[bold red]error:[/] {escape(final.error.get('message', ''))}", highlight=False)
         if final.error.get("hint"):
@@ -236,11 +403,23 @@ def _report(console: Console, final: RunFinished) -> None:
             highlight=False,
         )
         return
-    color = "green" if final.success else "red"
     answer = f" — answer: {escape(final.answer)}" if final.answer else ""
     reason = f" ({escape(final.reason)})" if final.reason else ""
-    console.print(
-        f"[bold {color}]{final.status}[/] after {final.steps} step{'s' * (final.steps != 1)}{reason}{answer}",
-        highlight=False,
-    )
+    checked = verification is not None and verification.checked
+    why = escape(verification.detail) if verification is not None and verification.detail else ""
+    checker = escape(checker_name(verification.by if verification else None))
+    if checked and verification is not None and verification.success:
+        color = "green"
+        check = f" — verified by {checker}" if final.success else f" — yet {checker} finds the goal achieved"
+    elif checked:
+        color = "red"
+        check = f" — failed the check: {checker}" if final.success else f" — checked by {checker}"
+    elif final.success:
+        color, check = "yellow", " — claimed, not verified"
+    else:
+        color, check = "red", ""
+    steps = f"{final.steps} step{'s' * (final.steps != 1)}"
+    console.print(f"[bold {color}]{final.status}[/] after {steps}{reason}{check}{answer}", highlight=False)
+    if why and (checked or final.success):
+        console.print(f"  {'check' if checked else 'not checked'}: {why}", highlight=False)
     console.print(f"  trace: {final.run_dir}", highlight=False)

@@ -122,11 +122,11 @@ def run_doctor(
     return table, failed
 
 
-def _demo_in_use(cfg: RuntimeConfig | None, config: Path | None) -> RuntimeConfig | None:
+def _demo_in_use(cfg: RuntimeConfig | None) -> RuntimeConfig | None:
     """The demo configuration ``run`` would fall back to (and can run), else None."""
     if cfg is None or demo_model.missing() is not None:
         return None
-    return demo_model.fallback(cfg, config)
+    return demo_model.fallback(cfg)
 
 
 def register(app: typer.Typer) -> None:
@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
             cfg = load_config(config)
         except AgentRuntimeError as exc:
             error = exc
-        demo = _demo_in_use(cfg, config)
+        demo = _demo_in_use(cfg)
         table, failed = run_doctor(demo or cfg, error)
         Console().print(table)
         if demo is not None:
@@ -164,7 +164,7 @@ def register(app: typer.Typer) -> None:
                 err.print(
                     "  no model endpoint answers: start one (vllm serve MODEL --port 8000, or "
                     "agent-runtime serve --model DIR), point [models.default] base_url at yours, "
-                    "or try the offline pipeline: agent-runtime demo (with no config file at all, "
+                    "or try the offline pipeline: agent-runtime selftest (with no config file at all, "
                     "run falls back to the offline demo model)",
                     highlight=False,
                     markup=False,

@@ -6,6 +6,7 @@ import json
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -62,21 +63,48 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print(json.dumps(rows))
             return
-        table = Table(title=f"SimPhone tasks ({len(rows)} templates; example goals from {split})")
-        for col in ("name", "app", "kind", "cx", "steps", "example goal"):
-            table.add_column(
-                col,
-                overflow="fold",
-                no_wrap=col == "name",
-                justify="right" if col in ("cx", "steps") else "left",
-            )
+        render(rows, split, Console())
+
+
+#: Columns a narrow terminal drops (the kind and complexity are in ``--json``).
+_WIDE_ONLY = ("kind", "cx")
+_COLUMNS = ("name", "app", "kind", "cx", "steps", "example goal")
+
+
+def _cells(r: dict[str, object]) -> dict[str, str]:
+    return {
+        "name": str(r["name"]),
+        "app": str(r["app"]),
+        "kind": str(r["kind"]),
+        "cx": f"{r['complexity']:g}",
+        "steps": str(r["max_steps"]),
+        "example goal": str(r["example_goal"]),
+    }
+
+
+def render(rows: list[dict[str, object]], split: str, console: Console) -> None:
+    """A table on a terminal (kind and complexity only when it is 110 columns or wider); plain
+    tab-separated lines with a header row when the output is piped or redirected."""
+    if not console.is_terminal:
+        console.file.write("\t".join(_COLUMNS) + "\n")
         for r in rows:
-            table.add_row(
-                str(r["name"]),
-                str(r["app"]),
-                str(r["kind"]),
-                f"{r['complexity']:g}",
-                str(r["max_steps"]),
-                str(r["example_goal"]),
-            )
-        Console().print(table)
+            cells = _cells(r)
+            console.file.write("\t".join(cells[c].replace("\t", " ") for c in _COLUMNS) + "\n")
+        return
+    columns = [c for c in _COLUMNS if console.width >= 110 or c not in _WIDE_ONLY]
+    table = Table(
+        title=f"SimPhone tasks ({len(rows)} templates; example goals from {split})",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    for col in columns:
+        table.add_column(
+            col,
+            overflow="fold",
+            no_wrap=col in ("name", "app", "steps"),
+            justify="right" if col in ("cx", "steps") else "left",
+        )
+    for r in rows:
+        cells = _cells(r)
+        table.add_row(*(cells[c] for c in columns))
+    console.print(table)

@@ -20,7 +20,7 @@ from rich.table import Table
 from agent_runtime.cli import guarded
 
 if TYPE_CHECKING:
-    from agent_runtime.traces import CallRecord, LoadedRun
+    from agent_runtime.traces import CallRecord, LoadedRun, RunRecord
 
 RunsDirOpt = Annotated[
     Path | None,
@@ -46,6 +46,8 @@ def _short(text: str, limit: int) -> str:
 
 def export_record(call: CallRecord, run: LoadedRun) -> dict[str, Any]:
     """One exported line: the call record, its run's outcome, and resolvable image paths."""
+    from agent_runtime.traces import verification_of
+
     data = call.model_dump(mode="json")
     for message in data["messages"]:
         content = message.get("content")
@@ -54,9 +56,28 @@ def export_record(call: CallRecord, run: LoadedRun) -> dict[str, Any]:
                 if isinstance(part, dict) and part.get("type") == "image_ref":
                     part["path"] = str((run.dir / part["ref"]).resolve())
     data["run_status"] = run.run.status
-    data["run_success"] = run.run.success
+    data["run_success"] = run.run.success  # the agent's claim
+    check = verification_of(run.run)
+    data["run_verified"] = check.verified if check is not None else None  # null: not checked
     data["task"] = run.run.task
     return data
+
+
+def check_cell(run: RunRecord) -> str:
+    """The "check" column: verified / failed check / not verified (a claim) / nothing to say.
+
+    >>> from agent_runtime.traces import RunRecord, Verification
+    >>> check_cell(RunRecord(run_id="r", task="t", status="completed", success=True))
+    '[yellow]claimed, not verified[/]'
+    """
+    from agent_runtime.traces import verification_of
+
+    verification = verification_of(run)
+    if verification is not None and verification.checked:
+        return "[green]verified[/]" if verification.success else "[red]failed the check[/]"
+    if run.status == "completed" and run.success:
+        return "[yellow]claimed, not verified[/]"
+    return ""
 
 
 def _parse_errors(run: LoadedRun) -> dict[str, int]:
@@ -80,13 +101,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Runs under the runs directory, oldest first."""
         from agent_runtime.errors import TraceError
-        from agent_runtime.traces import RunRecord, iter_runs, read_run_record
+        from agent_runtime.traces import iter_runs, read_run_record, verification_of
 
         root = _runs_dir(runs_dir, config)
         table = Table(title=f"runs in {root}")
         table.add_column("run id", no_wrap=True)
-        for col in ("status", "steps", "tokens", "created", "task"):
-            table.add_column(col, overflow="fold" if col == "task" else "ellipsis")
+        for col in ("status", "check", "steps", "tokens", "created", "task"):
+            # "interrupted" is the longest status: never cut it down to "interr…" on 80 columns
+            width = len("interrupted") if col == "status" else None
+            table.add_column(col, overflow="fold" if col == "task" else "ellipsis", min_width=width)
         n = 0
         records: list[tuple[float, Path, RunRecord | None, str]] = []
         for run_dir in iter_runs(root):
@@ -99,16 +122,19 @@ def register(app: typer.Typer) -> None:
         for _, run_dir, run, problem in sorted(records, key=lambda r: (r[0], r[1].name)):
             if run is None:
                 if not as_json:
-                    table.add_row(run_dir.name, "[red]unreadable[/]", "", "", "", escape(problem[:60]))
+                    table.add_row(run_dir.name, "[red]unreadable[/]", "", "", "", "", escape(problem[:60]))
                 continue
             n += 1
             if as_json:
+                v = verification_of(run)
                 print(
                     json.dumps(
                         {
                             "run_id": run.run_id,
                             "status": run.status,
                             "success": run.success,
+                            "verified": v.verified if v else None,
+                            "verification": v.model_dump() if v else None,
                             "steps": run.steps,
                             "task": run.task,
                             "created_at": run.created_at,
@@ -118,7 +144,9 @@ def register(app: typer.Typer) -> None:
                     )
                 )
                 continue
-            color = {"completed": "green", "running": "yellow", "error": "red"}.get(run.status, "red")
+            color = {"completed": "green", "running": "yellow", "interrupted": "yellow", "error": "red"}.get(
+                run.status, "red"
+            )
             status = f"[{color}]{run.status}[/]" + (
                 "" if run.status != "completed" or run.success else " (no)"
             )
@@ -126,6 +154,7 @@ def register(app: typer.Typer) -> None:
             table.add_row(
                 run.run_id,
                 status,
+                check_cell(run),
                 str(run.steps),
                 str(run.tokens.total_tokens),
                 created,
@@ -147,7 +176,7 @@ def register(app: typer.Typer) -> None:
         run = load_run(find_run(_runs_dir(runs_dir, config), run_id))
         r = run.run
         console = Console()
-        color = "green" if r.success else ("yellow" if r.status == "running" else "red")
+        color = "green" if r.success else ("yellow" if r.status in ("running", "interrupted") else "red")
         console.print(f"[bold]{r.run_id}[/] · [{color}]{r.status}[/] · {r.steps} steps", highlight=False)
         console.print(f"task:    {escape(r.task)}", highlight=False)
         reason = (r.model_extra or {}).get("reason")
@@ -155,6 +184,7 @@ def register(app: typer.Typer) -> None:
             console.print(f"reason:  {escape(str(reason))}", highlight=False)
         if r.answer is not None:
             console.print(f"answer:  {escape(r.answer)}", highlight=False)
+        console.print(f"check:   {_check_line(r)}", highlight=False)
         if r.error:
             console.print(f"[red]error:[/]   {escape(str(r.error.get('message')))}", highlight=False)
         console.print(
@@ -204,6 +234,19 @@ def register(app: typer.Typer) -> None:
         console.print(steps)
         for problem in run.problems:
             console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
+
+    def _check_line(r: RunRecord) -> str:
+        from agent_runtime.cli.run import checker_name
+        from agent_runtime.traces import verification_of
+
+        v = verification_of(r)
+        detail = f" — {escape(v.detail)}" if v is not None and v.detail else ""
+        if v is not None and v.checked:
+            verdict = "[green]verified[/]" if v.success else "[red]failed the check[/]"
+            return f"{verdict} by {escape(checker_name(v.by))}{detail}"
+        if r.status == "completed" and r.success:
+            return f"[yellow]claimed, not verified[/]{detail}"
+        return f"not checked{detail}"
 
     @traces.command("export")
     @guarded

@@ -31,6 +31,7 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
     episode does not lose the rest of the evaluation — except configuration and dependency
     errors and model-server failures, which would fail every episode alike and are re-raised.
     """
+    from agent_runtime.evaluation.check import check_task
     from agent_runtime.simphone import SimPhone
     from agent_runtime.simphone.tasks import make_task, split_of
     from agent_runtime.traces import annotate_run
@@ -39,12 +40,15 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
     started = time.perf_counter()
     phone = SimPhone(seed=seed)
     answer: str | None = None
-    steps, status, error, score = 0, "error", None, 0.0
+    steps, status, error, score, check = 0, "error", None, 0.0, ""
     try:
         task.setup(phone)
         outcome = policy(task, phone)
         answer, steps, status = outcome.answer, outcome.steps, outcome.status
-        score = float(task.is_successful(phone, answer))
+        verification = check_task(task, phone, answer)
+        if not verification.checked:  # the checker itself failed: an episode error
+            raise RuntimeError(verification.detail)
+        score, check = float(verification.score or 0.0), verification.detail
         if outcome.run_dir:
             # The checker's verdict outranks the agent's own status for trainers and memory.
             annotate_run(
@@ -56,6 +60,7 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
                     "task_success": score >= 1.0,
                     "score": score,
                 },
+                verification=verification,
             )
     except (ConfigError, DependencyError, ModelError):
         raise
@@ -77,6 +82,7 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
         answer=answer,
         expected_answer=task.expected_answer(),
         error=error,
+        check=check,
         duration_s=round(time.perf_counter() - started, 3),
         oracle_steps=steps if policy_name(policy) == "oracle" else oracle_steps(name, seed),
     )

@@ -50,6 +50,7 @@ class EpisodeResult(BaseModel):
     answer: str | None = None
     expected_answer: str | None = None
     error: str | None = None
+    check: str = Field("", description="what the task's check found, in a sentence")
     duration_s: float = 0.0
     oracle_steps: int | None = Field(None, description="steps the expert needs for this instance")
 
@@ -156,3 +157,22 @@ class EvalReport(BaseModel):
 
     def failures(self) -> list[EpisodeResult]:
         return [r for r in self.results if not r.success]
+
+
+def failure_detail(result: EpisodeResult) -> str:
+    """Why a failed episode failed: its error, or the check's verdict against the policy's claim.
+
+    >>> r = EpisodeResult(task="SettingsToggle", app="Settings", seed=0, split="test", goal="g",
+    ...     success=False, score=0.0, steps=1, max_steps=10, status="completed",
+    ...     check="the phone's state does not meet the goal 'g'")
+    >>> failure_detail(r)
+    "failed the check (the agent claimed completed): the phone's state does not meet the goal 'g'"
+    """
+    if result.error:
+        return f"error: {result.error}"
+    claimed = result.status in ("completed", "success")
+    verdict = f"failed the check (the agent claimed {result.status})" if claimed else result.status
+    why = result.check or (
+        f"answer {result.answer!r}, expected {result.expected_answer!r}" if result.expected_answer else ""
+    )
+    return f"{verdict}: {why}" if why else verdict

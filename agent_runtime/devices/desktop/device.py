@@ -51,7 +51,7 @@ from agent_runtime.actions import (
 from agent_runtime.coords import Size
 from agent_runtime.device import Device, DeviceInfo
 from agent_runtime.devices.desktop.keys import normalise_keys
-from agent_runtime.devices.desktop.typing import PinnedKeys, TypingMethod, XTyper
+from agent_runtime.devices.desktop.text_entry import PinnedKeys, TypingMethod, XTyper
 from agent_runtime.devices.settle import SettleOptions, nearly_same, thumbnail, wait_until_stable
 from agent_runtime.errors import ConfigError, DeviceError
 from agent_runtime.observation import Observation

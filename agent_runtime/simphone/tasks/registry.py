@@ -131,3 +131,107 @@ def task_instances(
             )
         out.extend(found)
     return out
+
+
+# -- free text and task ids -> instances ------------------------------------------------------
+_TRAILING = ".!?;: "
+
+
+def normalise_goal(text: str) -> str:
+    """A goal compared with another: case-folded, whitespace collapsed, trailing punctuation dropped.
+
+    >>> normalise_goal("  Turn OFF   Wi-Fi in Settings. ")
+    'turn off wi-fi in settings'
+    """
+    return " ".join(text.casefold().split()).rstrip(_TRAILING)
+
+
+def _goal_forms(task: Task) -> set[str]:
+    """The normalised goal, and the goal without its trailing app qualifier (``… in Settings``,
+    ``… in the Shop app``): where to do it is not part of what to do."""
+    goal = normalise_goal(task.goal)
+    forms = {goal}
+    for app in task.app_names:
+        for suffix in (f" in {app}", f" in the {app}", f" in the {app} app", f" in {app} app"):
+            if goal.endswith(suffix.casefold()):
+                forms.add(goal[: -len(suffix)].rstrip(_TRAILING))
+    return forms
+
+
+def _could_match(cls: type[Task], text: str) -> bool:
+    """Every literal part of the template (its app qualifier excepted) occurs in ``text``."""
+    import string
+
+    for literal, *_ in string.Formatter().parse(cls.template):
+        part = normalise_goal(literal)
+        for app in cls.app_names:
+            for suffix in (f"in {app}", f"in the {app}", f"in the {app} app", f"in {app} app"):
+                if part.endswith(suffix.casefold()):
+                    part = part[: -len(suffix)].strip()
+        if part.strip() and part.strip() not in text:
+            return False
+    return True
+
+
+def match_goal(text: str, *, seed: int | None = None) -> Task | None:
+    """The task instance whose goal is ``text``, or None.
+
+    Goals compare after :func:`normalise_goal`; a goal's trailing app qualifier may be left out
+    ("Turn off Wi-Fi" is ``SettingsToggle``'s "Turn off Wi-Fi in Settings."). With ``seed`` only
+    that seed's instances count; without, the lowest seed below :data:`MAX_SEED_SCAN` wins.
+
+    >>> match_goal("turn off wi-fi").name
+    'SettingsToggle'
+    >>> match_goal("Send a message to Ana saying hi") is None
+    True
+    """
+    wanted = normalise_goal(text)
+    if not wanted:
+        return None
+    best: Task | None = None
+    for name, cls in registry().items():
+        if not _could_match(cls, wanted):
+            continue
+        seeds = [seed] if seed is not None else range(MAX_SEED_SCAN)
+        for s in seeds:
+            if best is not None and s >= best.seed:
+                break
+            task = make_task(name, s)
+            if wanted in _goal_forms(task):
+                best = task
+                break
+    return best
+
+
+def nearest_goal(text: str, *, seeds: int = 20) -> Task | None:
+    """The instance (seeds ``0..seeds-1``) whose goal reads most like ``text``, if any is close."""
+    wanted = normalise_goal(text)
+    goals: dict[str, Task] = {}
+    for name in registry():
+        for s in range(seeds):
+            task = make_task(name, s)
+            goals.setdefault(normalise_goal(task.goal), task)
+    close = difflib.get_close_matches(wanted, list(goals), n=1, cutoff=0.6)
+    return goals[close[0]] if close else None
+
+
+def task_id(task: Task) -> str:
+    """An instance's id, as ``agent-runtime run --task-id`` takes it: ``TEMPLATE/SEED``."""
+    return f"{task.name}/{task.seed}"
+
+
+def parse_task_id(text: str) -> tuple[str, int | None]:
+    """``"ClockStartTimer/3"`` (or ``ClockStartTimer:3``) → ``("ClockStartTimer", 3)``;
+    ``"ClockStartTimer"`` → ``("ClockStartTimer", None)``. The template must exist.
+
+    >>> parse_task_id("SettingsToggle/4")
+    ('SettingsToggle', 4)
+    """
+    name, sep, seed = text.strip().replace(":", "/").partition("/")
+    if sep and not seed.strip().isdigit():
+        raise TaskError(
+            f"bad task id {text!r}: the seed must be a non-negative integer",
+            hint="use TEMPLATE/SEED, e.g. SettingsToggle/4 (list them: agent-runtime simphone tasks)",
+        )
+    make_task(name)  # an unknown template raises, with close names
+    return name, int(seed) if sep else None

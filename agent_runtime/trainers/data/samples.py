@@ -4,8 +4,12 @@ A sample keeps the call exactly as the role saw it — OpenAI-style messages who
 ``image_ref`` parts pointing into the run directory — plus the completion, the parsed output and
 the labels the filters need:
 
-* ``outcome`` — the run's outcome: SimPhone's judgement (``RunRecord.eval.task_success``) when
-  the run came from ``agent-runtime eval``, else the agent's own ``success``/``status``;
+* ``outcome`` — the run's outcome, from the first that labels it: SimPhone's judgement
+  (``RunRecord.eval.task_success``) when the run came from ``agent-runtime eval`` or is a
+  demonstration; the end-of-run check (``RunRecord.verification``, e.g. ``agent-runtime run
+  --task-id``); the trajectory critic's consensus (``RunRecord.critic.correct``); else the
+  agent's own status — but only a failure: a success the agent merely *claimed* is ``unknown``
+  (unlabeled), never a positive (``outcome_source`` says which labelled it);
 * ``verdict`` — the Reflector's verdict on the call's step;
 * ``critic`` / ``critic_score`` — the step critic's label (``critic.jsonl``, merged here);
 * ``trajectory_correct`` — the trajectory critic's consensus (``RunRecord.critic``).
@@ -33,6 +37,7 @@ from agent_runtime.traces import CallRecord, LoadedRun, StepRecord, Verdict, ite
 from agent_runtime.trainers.critics.labels import merge_step_labels
 
 Outcome = Literal["success", "failure", "unknown"]
+OutcomeSource = Literal["eval", "check", "critic", "agent"]
 TRAINABLE_ROLES = ("manager", "worker", "reflector", "notetaker")
 
 _FAILED_STATUSES = {"failed", "gave_up", "max_steps", "error"}
@@ -58,7 +63,7 @@ class Sample(BaseModel):
     parsed: dict[str, Any] | None = None
     valid: bool = Field(description="the completion parsed into the role's output")
     outcome: Outcome
-    outcome_source: Literal["eval", "agent"]
+    outcome_source: OutcomeSource
     verdict: Verdict | None = None
     critic: dict[str, Any] | None = None
     critic_score: float | None = None
@@ -92,18 +97,21 @@ class Sample(BaseModel):
         return "\n".join(out)
 
 
-def run_outcome(run: LoadedRun) -> tuple[Outcome, Literal["eval", "agent"]]:
-    """SimPhone's verdict when the run came from eval, else what the agent reported."""
+def run_outcome(run: LoadedRun) -> tuple[Outcome, OutcomeSource]:
+    """The run's label (see the module docstring): eval's verdict, the run's check, the
+    trajectory critic, or the agent's own failure; an unverified claim of success is unknown."""
     evaluation = run.run.eval or {}
     if evaluation.get("task_success") is not None:
         return ("success" if evaluation["task_success"] else "failure"), "eval"
-    if run.run.success is not None:
-        return ("success" if run.run.success else "failure"), "agent"
-    if run.run.status == "completed":
-        return "success", "agent"
-    if run.run.status in _FAILED_STATUSES:
+    check = run.run.verification
+    if check is not None and check.checked and check.success is not None:
+        return ("success" if check.success else "failure"), "check"
+    correct = (run.run.critic or {}).get("correct")
+    if correct is not None:
+        return ("success" if correct else "failure"), "critic"
+    if run.run.success is False or run.run.status in _FAILED_STATUSES:
         return "failure", "agent"
-    return "unknown", "agent"
+    return "unknown", "agent"  # a claimed success nothing verified, or no outcome at all
 
 
 def task_key(run: LoadedRun) -> str:
@@ -182,7 +190,7 @@ def _sample(
     step: StepRecord | None,
     hasher: _Hasher,
     outcome: Outcome,
-    source: Literal["eval", "agent"],
+    source: OutcomeSource,
     key: str,
     trajectory_correct: bool | None,
 ) -> Sample:

@@ -2,7 +2,10 @@
 
 A sample is kept when
 
-1. its run succeeded (``require_success``; SimPhone's judgement for eval runs, else the agent's),
+1. its run succeeded (``require_success``): labelled a success by SimPhone's judgement (eval runs,
+   demonstrations), the run's end-of-run check, or the trajectory critic. A success the agent
+   only claimed is ``unknown`` (see :func:`~agent_runtime.trainers.data.samples.run_outcome`)
+   and dropped, like a failure,
 2. the trajectory critic did not judge the run Incorrect (``require_trajectory_correct``; the
    consensus of the text and multimodal channels, paper eq. 4), and
 3. its step's critic score is at least ``critic_threshold`` (τ_c; GOOD 1.0, NEUTRAL 0.5,
@@ -35,7 +38,9 @@ def filter_outcome(
     dropped: Counter[str] = Counter()
     for s in samples:
         if require_success and s.outcome != "success":
-            dropped[f"run outcome {s.outcome}"] += 1
+            unverified = s.outcome == "unknown" and s.outcome_source == "agent"
+            why = "run outcome unknown (an unverified claim)" if unverified else f"run outcome {s.outcome}"
+            dropped[why] += 1
             continue
         if require_trajectory_correct and s.trajectory_correct is False:
             dropped["trajectory critic: Incorrect"] += 1
