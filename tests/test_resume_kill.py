@@ -6,10 +6,15 @@ once (0..n-1), calls.jsonl must read back with no call written twice, the phone 
 the trace says — replaying the trace's actions on a fresh phone reproduces every recorded
 after-screen, and the resumed run's first look at the phone is the screen saved before the
 kill (no re-observed ``-r`` screen) — and run.json's totals include the killed session.
+
+The adb variant drives a SimPhone served by ``agent-runtime simphone serve`` in a process of
+its own through the Android driver (``--device adb:SERIAL``): the phone outlives the killed
+run, and the resumed run must pick it up where the trace left it, with nothing replayed.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -17,10 +22,12 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from agent_runtime.actions import parse_action
 from agent_runtime.simphone import SimPhone
@@ -56,14 +63,14 @@ class Gate:
             self.release.wait(30)
 
 
-def script(gate: Gate) -> dict[str, Any]:
+def script(gate: Gate, actions: list[dict[str, Any]] = ACTIONS) -> dict[str, Any]:
     def manager(call: Any) -> str:
         gate.wait_here("manager", call.index)
         return manager_reply(["Look around the phone"])
 
     def worker(call: Any) -> str:
         gate.wait_here("worker", call.index)
-        return worker_reply(ACTIONS[call.index % len(ACTIONS)], "next")
+        return worker_reply(actions[call.index % len(actions)], "next")
 
     def reflector(call: Any) -> str:
         gate.wait_here("reflector", call.index)
@@ -87,8 +94,11 @@ def write_config(path: Path, base_url: str) -> None:
     )
 
 
-def agent(cwd: Path, *args: str, hook: str | None = None) -> subprocess.Popen[str]:
+def agent(
+    cwd: Path, *args: str, hook: str | None = None, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_RUNTIME_")}
+    env.update(extra_env or {})
     env["PYTHONPATH"] = str(ROOT)
     if hook:
         env["RESUME_KILL_HOOK"] = hook
@@ -102,29 +112,64 @@ def agent(cwd: Path, *args: str, hook: str | None = None) -> subprocess.Popen[st
     )
 
 
-def kill_and_resume(tmp_path: Path, *, gate: Gate, hook: str | None = None, dead_config: bool = False):
-    """Run until killed (by ``hook`` inside the child, or here when ``gate`` is reached), then resume."""
-    with ScriptedOpenAIServer(script(gate)) as server:
-        cfg = tmp_path / "recorded.toml"
-        write_config(cfg, server.base_url)
-        started = time.time()
-        child = agent(tmp_path, "run", "Look around", "--config", str(cfg), "--json", hook=hook)
-        if gate.role is not None:
-            assert gate.arrived.wait(60), child.communicate(timeout=5)
-            child.send_signal(signal.SIGKILL)
-        _, err = child.communicate(timeout=60)
-        gate.release.set()
-        assert child.returncode == -signal.SIGKILL, err
-        (run_dir,) = (tmp_path / "runs").iterdir()
-        killed = load_run(run_dir)
-        assert killed.run.status == "running"
-        killed_span = max(p.stat().st_mtime for p in run_dir.rglob("*") if p.is_file()) - started
-        if dead_config:  # what `agent-runtime init` writes: a server nobody runs
-            (tmp_path / "agent-runtime.toml").write_text(
-                '[models.default]\nbase_url = "http://127.0.0.1:9/v1"\nretries = 0\n', encoding="utf-8"
+def kill_and_resume(
+    tmp_path: Path,
+    *,
+    gate: Gate,
+    hook: str | None = None,
+    dead_config: bool = False,
+    device: str | None = None,
+    extra_env: dict[str, str] | None = None,
+    actions: list[dict[str, Any]] = ACTIONS,
+):
+    """Run until killed (by ``hook`` inside the child, or here when ``gate`` is reached), then resume.
+
+    ``device`` (a ``--device`` spec) replaces the configured in-process SimPhone; ``extra_env``
+    goes to both child processes."""
+    with ScriptedOpenAIServer(script(gate, actions)) as server:
+        children: list[subprocess.Popen[str]] = []
+        try:
+            cfg = tmp_path / "recorded.toml"
+            write_config(cfg, server.base_url)
+            started = time.time()
+            where = ("--device", device) if device else ()
+            child = agent(
+                tmp_path,
+                "run",
+                "Look around",
+                "--config",
+                str(cfg),
+                "--json",
+                *where,
+                hook=hook,
+                extra_env=extra_env,
             )
-        resumed = agent(tmp_path, "run", "--resume", run_dir.name, "--runs-dir", "runs", "--json")
-        out, err = resumed.communicate(timeout=120)
+            children.append(child)
+            if gate.role is not None:
+                assert gate.arrived.wait(60), child.communicate(timeout=5)
+                child.send_signal(signal.SIGKILL)
+            _, err = child.communicate(timeout=60)
+            gate.release.set()
+            assert child.returncode == -signal.SIGKILL, err
+            (run_dir,) = (tmp_path / "runs").iterdir()
+            killed = load_run(run_dir)
+            assert killed.run.status == "running"
+            killed_span = max(p.stat().st_mtime for p in run_dir.rglob("*") if p.is_file()) - started
+            if dead_config:  # what `agent-runtime init` writes: a server nobody runs
+                (tmp_path / "agent-runtime.toml").write_text(
+                    '[models.default]\nbase_url = "http://127.0.0.1:9/v1"\nretries = 0\n', encoding="utf-8"
+                )
+            resumed = agent(
+                tmp_path, "run", "--resume", run_dir.name, "--runs-dir", "runs", "--json", extra_env=extra_env
+            )
+            children.append(resumed)
+            out, err = resumed.communicate(timeout=120)
+        finally:  # a failed assertion leaves no child behind, no request hanging
+            gate.release.set()
+            for proc in children:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.communicate()
     assert resumed.returncode == 1, err  # max_steps: the Manager never says Finished
     assert out and json.loads(out)["status"] == "max_steps", err
     return killed, load_run(run_dir), err, killed_span
@@ -191,6 +236,94 @@ def test_kill_while_writing_a_step_then_resume(tmp_path):
     assert [s.step for s in killed.steps] == [0, 1] and killed.problems  # the torn line, skipped
     check_consistent(killed, done, err, span)
     assert (done.dir / "steps.jsonl.torn").is_file()
+
+
+#: The Worker's actions on the phone served over adb (no ``wait``: the Android driver sleeps it).
+ADB_ACTIONS: list[dict[str, Any]] = [
+    {"action": "open_app", "text": "Settings"},
+    {"action": "swipe", "coordinate": [500, 750], "coordinate2": [500, 300]},
+    {"action": "open_app", "text": "Clock"},
+    {"action": "system_button", "button": "Home"},
+    {"action": "open_app", "text": "Notes"},
+    {"action": "system_button", "button": "Back"},
+]
+ADB_SERIAL = "emulator-5554"
+
+
+@pytest.fixture()
+def served_phone(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """``agent-runtime simphone serve`` (SimPhone ``SEED``) in its own process, which outlives the
+    killed run; yields the environment that points adbutils at it (and never at a real adb)."""
+    env = {"ADBUTILS_ADB_PATH": "/bin/true"}  # adbutils must not start the adb from its wheel
+    log = (tmp_path / "serve.err").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent_runtime.cli", "simphone", "serve", "--port", "0", "--seed", str(SEED)],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("serving 1 SimPhone(s) on 127.0.0.1:"), first + Path(log.name).read_text()
+        port = first.split("127.0.0.1:")[1].split(":")[0]
+        yield {**env, "ANDROID_ADB_SERVER_PORT": port}
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        log.close()
+
+
+def pixels(png: bytes) -> tuple[tuple[int, int], bytes]:
+    with Image.open(io.BytesIO(png)) as image:
+        return image.size, image.convert("RGB").tobytes()
+
+
+def test_kill_in_a_model_call_on_a_phone_over_adb_then_resume(tmp_path, served_phone, monkeypatch):
+    # The phone is SimPhone served over the adb protocol by another process, driven by the
+    # Android driver: it survives the kill. The Worker's 4th request (step 3) hangs and the run
+    # is killed meanwhile; no action was in flight, so the resumed run finds the phone on the
+    # screen the trace left it on, and goes on from there without replaying anything.
+    killed, done, err, span = kill_and_resume(
+        tmp_path,
+        gate=Gate("worker", 3),
+        device=f"adb:{ADB_SERIAL}",
+        extra_env=served_phone,
+        actions=ADB_ACTIONS,
+    )
+    assert [s.step for s in killed.steps] == [0, 1, 2]
+    assert killed.run.device["spec"] == done.run.device["spec"] == f"adb:{ADB_SERIAL}"
+    assert [s.step for s in done.steps] == list(range(MAX_STEPS)), done.steps
+    keys = [(c.role, c.step, c.attempt, c.started_at) for c in done.calls]
+    assert len(keys) == len(set(keys)) and done.calls
+    assert not done.problems
+    # The first resumed look at the phone shows the screen saved before the kill, pixel for pixel
+    # (the Android driver's PNGs are whatever screencap sent), and every step starts on the
+    # screen the previous one left.
+    last = killed.steps[-1]
+    first = next(s for s in done.steps if s.step == len(killed.steps))
+    assert pixels(done.screen(first.before_screen)) == pixels(killed.screen(last.after_screen))
+    for prev, step in zip(done.steps, done.steps[1:], strict=False):
+        assert pixels(done.screen(step.before_screen)) == pixels(done.screen(prev.after_screen)), step.step
+    said = " ".join(err.split())  # the console wraps long notices
+    assert "differs from" not in said and "SimPhone restored" not in said, err
+    # The phone is where the trace says: its screen now is the last recorded after-screen.
+    monkeypatch.setenv("ADBUTILS_ADB_PATH", served_phone["ADBUTILS_ADB_PATH"])
+    from agent_runtime.devices.registry import resolve_device
+
+    phone = resolve_device(
+        f"adb:{ADB_SERIAL}", adb_port=int(served_phone["ANDROID_ADB_SERVER_PORT"]), start_server=False
+    )
+    try:
+        assert pixels(phone.screenshot()) == pixels(done.screen(done.steps[-1].after_screen))
+    finally:
+        phone.close()
+    # Totals include the killed session.
+    assert done.run.timings["total_ms"] >= span * 1000 * 0.9
+    assert done.run.timings["calls"] == len(done.calls)
+    assert done.run.tokens.total_tokens == sum(c.usage.total_tokens for c in done.calls) > 0
 
 
 @pytest.fixture(autouse=True)
