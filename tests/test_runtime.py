@@ -352,7 +352,7 @@ def test_a_foreign_or_corrupt_checkpoint_is_a_trace_error(tmp_path, damage):
 
 def test_recorded_config_keeps_the_runs_models_and_takes_secrets_from_the_current_one():
     from agent_runtime.config import ModelConfig
-    from agent_runtime.runtime import recorded_config
+    from agent_runtime.resume import recorded_config
     from agent_runtime.traces import RunRecord
 
     started = RuntimeConfig(models={"default": ModelConfig(base_url="http://a/v1", api_key="k1")})

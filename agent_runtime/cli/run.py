@@ -326,8 +326,8 @@ def _verification(final: RunFinished) -> Verification | None:
 def _recorded(
     run_id: str, current: RuntimeConfig, runs_dir: Path | None, device: str | None
 ) -> RuntimeConfig:
-    """The configuration run ``run_id`` recorded (see :func:`~agent_runtime.runtime.recorded_config`)."""
-    from agent_runtime.runtime import recorded_config
+    """The configuration run ``run_id`` recorded (see :func:`~agent_runtime.resume.recorded_config`)."""
+    from agent_runtime.resume import recorded_config
     from agent_runtime.traces import find_run, read_run_record
 
     root = (runs_dir if runs_dir is not None else current.runs.dir).expanduser()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from agent_runtime.config import GraphConfig, ModelConfig, RuntimeConfig, shows_screenshot, shows_tree
+from agent_runtime.config import GraphConfig, ModelConfig, shows_screenshot, shows_tree
 from agent_runtime.errors import ConfigError
 from agent_runtime.graphs.state import AgentState, HistoryItem, Step
 from agent_runtime.observation import Observation
@@ -70,11 +70,6 @@ def require_tree(device: Device, roles: list[str], obs: Observation) -> None:
         hint="use observation = 'screenshot' for these roles (a VLM), or enable the device's "
         "accessibility tree (desktop: run the session with AT-SPI / accessibility on)",
     )
-
-
-def configured_tree_roles(config: RuntimeConfig, enabled: list[str]) -> list[str]:
-    """Enabled screen roles whose configured model reads the UI tree."""
-    return tree_roles({role: config.model_for(role) for role in enabled if role in SCREEN_ROLES})  # type: ignore[arg-type]
 
 
 #: Steps of history kept in state (the Worker sees 5, the stuck block at most this many).
