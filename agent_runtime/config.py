@@ -30,7 +30,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from agent_runtime.coords import DEFAULT_MAX_PIXELS, DEFAULT_MIN_PIXELS, CoordSpace, ImageBudget
+from agent_runtime.coords import DEFAULT_MAX_PIXELS, DEFAULT_MIN_PIXELS, CoordSpace, ImageBudget, ImageFormat
 from agent_runtime.errors import ConfigError
 
 Role = Literal["manager", "worker", "reflector", "notetaker", "rag"]
@@ -96,6 +96,12 @@ class ModelConfig(_Strict):
     coords: CoordSpace = Field(CoordSpace.PIXELS_RESIZED, description="the space the model answers in")
     min_pixels: int = Field(DEFAULT_MIN_PIXELS, gt=0)
     max_pixels: int = Field(DEFAULT_MAX_PIXELS, gt=0)
+    image_format: ImageFormat = Field(
+        "jpeg",
+        description="how screenshots are sent: jpeg (about a sixth of PNG's CPU and bytes) or png "
+        "(lossless); traces keep the captured screenshot either way",
+    )
+    jpeg_quality: int = Field(90, ge=1, le=100, description="JPEG quality when image_format is jpeg")
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     reask_temperature: float | None = Field(
         None,
@@ -165,6 +171,8 @@ class RoleConfig(_Strict):
     coords: CoordSpace | None = None
     min_pixels: int | None = Field(None, gt=0)
     max_pixels: int | None = Field(None, gt=0)
+    image_format: ImageFormat | None = None
+    jpeg_quality: int | None = Field(None, ge=1, le=100)
     temperature: float | None = Field(None, ge=0.0, le=2.0)
     reask_temperature: float | None = Field(None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(None, gt=0)
@@ -537,6 +545,8 @@ model = "demo"
 # coords = "pixels_resized"   # pixels | pixels_resized (GUI-Owl, Qwen2.5-VL) | relative_1000 | normalized
 # min_pixels = 3136
 # max_pixels = 10035200       # 12800 * 28 * 28
+# image_format = "jpeg"       # jpeg | png: how screenshots are sent (png: lossless, ~6x the CPU)
+# jpeg_quality = 90
 # temperature = 0.0
 # reask_temperature = 0.7     # re-asks after an unusable reply sample (seeded); a greedy model repeats
 # max_tokens = 1024

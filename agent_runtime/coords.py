@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,6 +26,9 @@ QWEN_FACTOR = 28
 #: GUI-Owl / Mobile-Agent-v3 budgets: min 4 merged patches, max 12800 of them.
 DEFAULT_MIN_PIXELS = 3136
 DEFAULT_MAX_PIXELS = 12800 * 28 * 28
+
+#: How a screenshot is sent to a model (see :mod:`agent_runtime.models.images`).
+ImageFormat = Literal["png", "jpeg"]
 
 
 class Size(NamedTuple):

@@ -26,6 +26,7 @@ from tests.doubles import ScriptedChatModel, notetaker_reply, worker_reply
 
 SECRET = "hunter2"
 PNG_BASE64 = "iVBORw0KGgo"  # how every base64 PNG starts
+JPEG_BASE64 = ";base64,/9j/"  # a base64 JPEG data URL (screenshots are sent as JPEG by default)
 ROLES = ("manager", "worker", "reflector", "notetaker")
 
 
@@ -168,13 +169,13 @@ def test_langsmith_when_switched_on_gets_redacted_runs_without_screenshots(tmp_p
     assert "Type the password [REDACTED]" in bodies  # the manager's reply, redacted
     assert "role:notetaker" in bodies  # the thread-pool call went through the same client
     assert SECRET not in bodies
-    assert PNG_BASE64 not in bodies and IMAGE_PLACEHOLDER in bodies
+    assert PNG_BASE64 not in bodies and JPEG_BASE64 not in bodies and IMAGE_PLACEHOLDER in bodies
 
 
 def test_langsmith_with_screenshots_switched_on_gets_them(tmp_path, langsmith):
     _run(tmp_path, TracingConfig(langsmith=True, screenshots=True))
     bodies = langsmith.bodies()
-    assert PNG_BASE64 in bodies and SECRET not in bodies
+    assert JPEG_BASE64 in bodies and SECRET not in bodies
 
 
 def test_events_and_result_are_redacted(tmp_path):

@@ -234,8 +234,14 @@ def register(app: typer.Typer) -> None:
             typer.Option("--tasks-per-iteration", min=1, help="trpo/dgrpo: task instances per iteration."),
         ] = None,
         rollout_workers: Annotated[
-            int, typer.Option("--rollout-workers", min=1, help="trpo/dgrpo: rollouts played at once (K).")
-        ] = 1,
+            int | None,
+            typer.Option(
+                "--rollout-workers",
+                min=1,
+                help="trpo/dgrpo: rollouts played at once (K; default: G in-process, where they decode "
+                "in one batch, 1 with --server-url).",
+            ),
+        ] = None,
         micro_batch_size: Annotated[
             int | None,
             typer.Option(

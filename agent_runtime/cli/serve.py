@@ -86,6 +86,17 @@ def register(app: typer.Typer) -> None:
                 "--max-body-mb", min=0.001, help="Largest request body in MiB; larger ones get a 413."
             ),
         ] = DEFAULT_MAX_BODY_BYTES / 2**20,
+        precision: Annotated[
+            str,
+            typer.Option(
+                "--precision",
+                help="Text models decoded in batches: 'exact' (the model's own weights: log-probs as the "
+                "trainer computes them) or 'fast' (frozen 4-bit/bfloat16 packs, for serving a fixed model).",
+            ),
+        ] = "exact",
+        max_batch: Annotated[
+            int, typer.Option("--max-batch", min=1, help="Requests decoded together at most.")
+        ] = 16,
         log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "warning",
     ) -> None:
         """Serve a local model over the OpenAI chat-completions API (+ vLLM's LoRA endpoints)."""
@@ -106,6 +117,8 @@ def register(app: typer.Typer) -> None:
             )
         if not 0 <= port <= 65535:
             raise ConfigError(f"--port {port} is out of range")
+        if precision not in ("exact", "fast"):
+            raise ConfigError(f"--precision {precision} is not exact or fast")
         import time
 
         start = time.perf_counter()
@@ -118,7 +131,14 @@ def register(app: typer.Typer) -> None:
             import torch
 
             torch.set_num_threads(threads)
-        engine = TransformersEngine(model, served_name=served_model_name, device_map=device_map, dtype=dtype)
+        engine = TransformersEngine(
+            model,
+            served_name=served_model_name,
+            device_map=device_map,
+            dtype=dtype,
+            precision="fast" if precision == "fast" else "exact",
+            max_batch=max_batch,
+        )
         if max_model_len is not None:
             engine.context_length = max_model_len
         loaded_s = time.perf_counter() - start

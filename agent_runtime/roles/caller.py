@@ -272,8 +272,9 @@ def rl_fields(reply: BaseMessage) -> dict[str, Any]:
 
 
 def _encode_image(png: bytes, model_config: ModelConfig) -> tuple[dict[str, Any], Size]:
-    """Resize with the model's budget and encode once per screenshot (shared LRU cache)."""
-    from agent_runtime.models.images import encode_screenshot
+    """Resize with the model's budget and encode in its ``image_format``, once per screenshot
+    (shared LRU cache: every role that sends the same screenshot reuses the one encode)."""
+    from agent_runtime.models.images import encode_for
 
-    encoded = encode_screenshot(png, model_config.budget)
+    encoded = encode_for(png, model_config)
     return encoded.part(), encoded.size

@@ -36,7 +36,7 @@ from agent_runtime.trainers.dpo_config import DPOConfig
 from agent_runtime.trainers.hi_agent.grpo_config import GRPOConfig
 from agent_runtime.trainers.irr_config import IRRConfig
 from agent_runtime.trainers.online.dgrpo_config import DGRPOConfig
-from agent_runtime.trainers.online.loop import RL_METHODS, RLOptions
+from agent_runtime.trainers.online.loop import RL_METHODS, RLOptions, rollout_workers
 from agent_runtime.trainers.online.trpo_config import TRPOConfig
 from agent_runtime.trainers.sft_config import SFTConfig
 
@@ -407,8 +407,8 @@ def _run_rl(
     assert isinstance(config, OnlineRLConfig)
     echo(
         f"online {method.upper()} of the {config.role}: {data.rl.iterations} iterations, "
-        f"G = {config.num_generations}, {data.rl.rollout_workers} rollout worker(s), policy "
-        + (f"served at {data.rl.server_url}" if data.rl.server_url else "in-process")
+        f"G = {config.num_generations}, {rollout_workers(data.rl, config.num_generations)} rollout "
+        "worker(s), policy " + (f"served at {data.rl.server_url}" if data.rl.server_url else "in-process")
     )
     return train_online(method, config, data.rl, overwrite=data.overwrite, echo=echo)
 

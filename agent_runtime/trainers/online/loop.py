@@ -60,7 +60,12 @@ class RLOptions(BaseModel):
     tasks_per_iteration: int | None = Field(
         None, ge=1, description="task instances played per iteration (None: all active ones)"
     )
-    rollout_workers: int = Field(1, ge=1, description="K: rollouts played at once")
+    rollout_workers: int | None = Field(
+        None,
+        ge=1,
+        description="K: rollouts played at once (default: G with the in-process policy, whose "
+        "concurrent rollouts decode in one batch; 1 with a policy server)",
+    )
     server_url: str | None = Field(
         None, description="OpenAI-compatible server that serves the policy (None: in-process)"
     )
@@ -119,6 +124,14 @@ def metrics_line(m: dict[str, Any]) -> str:
         f"buffer {m['buffer_size']}, kl {update.get('kl', 0.0):.2e}, loss {loss}, "
         f"{m['time_rollouts_s']:.1f}s rollouts + {m['time_update_s']:.1f}s update"
     )
+
+
+def rollout_workers(opts: Any, group_size: int) -> int:
+    """K: ``opts.rollout_workers``, else the group size for the in-process policy (a group's
+    rollouts then share each forward of the batched engine) and 1 for a server or Ray."""
+    if opts.rollout_workers is not None:
+        return int(opts.rollout_workers)
+    return 1 if opts.server_url or opts.ray_address else group_size
 
 
 class OnlineTrainer:
@@ -229,13 +242,14 @@ class OnlineTrainer:
         )
 
     def _runner(self) -> Any:
+        workers = rollout_workers(self.opts, self.cfg.num_generations)
         if self.opts.ray_address:
             from agent_runtime.trainers.online.ray_rollouts import RayRollouts
 
-            return RayRollouts(self.opts.ray_address, self.opts.rollout_workers)
+            return RayRollouts(self.opts.ray_address, workers)
         from agent_runtime.trainers.online.rollouts import LocalRollouts
 
-        return LocalRollouts(self.opts.rollout_workers)
+        return LocalRollouts(workers)
 
     def _runtime_config(self) -> Any:
         from agent_runtime.config import RuntimeConfig, load_config

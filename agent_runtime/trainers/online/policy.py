@@ -57,7 +57,9 @@ class InProcessPolicy:
         return model
 
     def publish(self, version: int, adapter_dir: Path) -> str:
-        """The weights are already updated in place; serve them under the new version's name."""
+        """The weights are already updated in place; serve them under the new version's name
+        (and drop the engine's cached prefixes, computed with the old weights)."""
+        self.engine.weights_changed()
         self.current = version_name(self.name, version)
         self.engine.served_name = self.current
         return self.current

@@ -18,7 +18,8 @@ sampling seeds, each on its own phone.
   calls, not executed actions;
 * ``malformed_actions`` = calls whose reply did not parse;
 * pixel values are rebuilt from the recorded screenshots: each is resized with the role's image
-  budget exactly as the caller did (same encoder, lossless PNG), then run through *our*
+  budget exactly as the caller did (same encoder, same ``image_format``/``jpeg_quality``, so
+  the same pixels: encoding is deterministic), then run through *our*
   processor — which must have the server's ``min_pixels``/``max_pixels`` (the trainer loads the
   processor from the same base directory). The number of image tokens in the recorded prompt is
   checked against the rebuilt ``image_grid_thw``; a mismatch means the server and the trainer
@@ -43,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_runtime.coords import ImageFormat
 from agent_runtime.errors import ConfigError, DependencyError, TrainingError
 from agent_runtime.trainers.online.samples import StepTokens, Trajectory
 
@@ -119,7 +121,9 @@ def _image_refs(messages: Sequence[dict[str, Any]]) -> list[str]:
 class PixelRebuilder:
     """Screenshots of a trace → the processor's ``pixel_values``/``image_grid_thw`` for a prompt."""
 
-    def __init__(self, processor: Any, budget: Any) -> None:
+    def __init__(
+        self, processor: Any, budget: Any, *, fmt: ImageFormat = "png", jpeg_quality: int = 90
+    ) -> None:
         self.image_processor = getattr(processor, "image_processor", None)
         tokenizer = getattr(processor, "tokenizer", processor)
         self.image_token_id = (
@@ -127,6 +131,8 @@ class PixelRebuilder:
         )
         self.merge = int(getattr(self.image_processor, "merge_size", 2) or 2)
         self.budget = budget
+        self.fmt = fmt
+        self.jpeg_quality = jpeg_quality
 
     def pixels(self, loaded: Any, refs: Sequence[str], prompt_ids: Sequence[int]) -> dict[str, Any]:
         if not refs:
@@ -136,7 +142,12 @@ class PixelRebuilder:
         from agent_runtime.models.images import decode_data_url, encode_screenshot
 
         images = [
-            decode_data_url(encode_screenshot(loaded.screen(ref), self.budget).data_url) for ref in refs
+            decode_data_url(
+                encode_screenshot(
+                    loaded.screen(ref), self.budget, fmt=self.fmt, jpeg_quality=self.jpeg_quality
+                ).data_url
+            )
+            for ref in refs
         ]
         out = self.image_processor(images=images, return_tensors="pt")
         grid = out["image_grid_thw"]
@@ -249,7 +260,10 @@ class RolloutWorker:
         self.runs_dir = Path(runs_dir)
         self.other_models = dict(other_models or {})
         self.max_turns = max_turns
-        self.rebuilder = PixelRebuilder(processor, self.config.model_for(role).budget)  # type: ignore[arg-type]
+        sent = self.config.model_for(role)  # type: ignore[arg-type]
+        self.rebuilder = PixelRebuilder(
+            processor, sent.budget, fmt=sent.image_format, jpeg_quality=sent.jpeg_quality
+        )
 
     def play(self, request: RolloutRequest) -> RolloutResult:
         """Set up the instance on a fresh phone, run the agent, judge, convert (see module doc)."""

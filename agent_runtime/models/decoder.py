@@ -1,0 +1,482 @@
+"""One forward per token for a whole batch: a Llama-family decoder with a row-per-sequence KV cache.
+
+Hugging Face ``generate`` spends ~100 ms per token on a 30-layer 135M model on two CPU cores,
+almost all of it per-module Python and per-call overhead, and decodes one request at a time.
+:class:`SlotDecoder` runs the same layers with as few tensor operations as the maths needs,
+for every running sequence at once, over a pre-allocated cache (:class:`KVRows`): row ``i`` holds
+the keys and values of one sequence, rows ``0 .. B-1`` are the running batch (views, no gather),
+the rows after them keep finished sequences' tokens so the next prompt that shares a prefix
+(the same role's instructions, a group of rollouts of one task) starts from it.
+
+Two ways to hold the weights (:class:`Precision`):
+
+* ``"exact"`` calls the model's own modules (norms, projections with any PEFT LoRA wrapped around
+  them, the MLP) in the model's dtype, so the log-probabilities it reports are the trainer's
+  forward pass to float rounding: the online-RL rollouts sample from it and their on-policy
+  importance ratio stays 1. The LoRA weights are read live: an optimizer step is seen at once.
+* ``"fast"`` (frozen weights: ``run``, ``eval``, ``serve``) packs them for a memory-bound CPU
+  decode. A projection whose weights lie on a 4-bit grid of 32-wide groups (a GGUF Q4 base such
+  as the demo model's, dequantised) is kept as 4 bits — the base's own values — and multiplied
+  with ``_weight_int4pack_mm_for_cpu``; any other weight is bfloat16. A LoRA adapter is applied
+  beside the packed base (its two small matrices per projection, scaling folded in), never
+  merged into it, so the base stays on its grid. Activations enter the matrix products as
+  bfloat16; the residual stream, norms and softmax stay float32. Greedy decisions are those of
+  the float model except where two candidates are within bfloat16 rounding of each other
+  (``benchmarks/demo_model.py`` counts agreement).
+
+Supported: decoder layers of the Llama shape (``llama``, ``qwen2``, ``qwen3``, ``mistral`` text
+models: RMSNorm, rotary positions of a fixed table, grouped-query attention, a gated SiLU MLP).
+:func:`supports` says no for anything else (sliding windows, length-dependent rotary scaling,
+vision-language models), and the engine keeps ``generate`` for it.
+
+This module imports torch at import time; import it lazily.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+import torch.nn.functional as F  # noqa: N812 - the usual name
+
+Precision = Literal["exact", "fast"]
+PRECISIONS: tuple[Precision, ...] = ("exact", "fast")
+
+_MODEL_TYPES = {"llama", "qwen2", "qwen3", "mistral"}
+_STATIC_ROPE = {None, "default", "linear", "llama3", "yarn"}
+#: 4-bit groups along the input dimension (GGUF's Q4_0/Q4_1 block size).
+GROUP = 32
+#: Products over at most this many rows (decode steps) use the 4-bit pack; more (prefill) bfloat16.
+_PACKED_ROWS = 16
+#: Rows of the cache grow in steps of this many positions.
+_CAP_STEP = 256
+
+
+def inner_model(model: Any) -> Any:
+    """The causal LM under any PEFT wrapper (``PeftModel`` → its ``LlamaForCausalLM``)."""
+    get_base = getattr(model, "get_base_model", None)
+    return get_base() if callable(get_base) else model
+
+
+def supports(model: Any) -> str | None:
+    """None when :class:`SlotDecoder` can run ``model``, else why not (one line)."""
+    lm = inner_model(model)
+    cfg = getattr(lm, "config", None)
+    kind = getattr(cfg, "model_type", None)
+    if kind not in _MODEL_TYPES:
+        return f"model type {kind!r} is not a Llama-family text model"
+    if getattr(cfg, "use_sliding_window", False) or any(
+        t != "full_attention" for t in (getattr(cfg, "layer_types", None) or [])
+    ):
+        return "sliding-window attention"
+    rope = getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {}
+    if rope.get("rope_type", rope.get("type")) not in _STATIC_ROPE:
+        return f"rotary scaling {rope.get('rope_type')!r} depends on the length"
+    body = getattr(lm, "model", None)
+    layers = getattr(body, "layers", None)
+    if layers is None or getattr(body, "rotary_emb", None) is None or getattr(lm, "lm_head", None) is None:
+        return "no decoder layers / rotary embedding / lm_head where a Llama model has them"
+    for layer in layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            if not hasattr(attn, name):
+                return f"attention without {name}"
+        for name in ("gate_proj", "up_proj", "down_proj"):
+            if not hasattr(mlp, name):
+                return f"MLP without {name}"
+        if type(mlp.act_fn).__name__ not in ("SiLU", "SiLUActivation"):
+            return f"MLP activation {type(mlp.act_fn).__name__}"
+    return None
+
+
+# --- weights ----------------------------------------------------------------------------------
+
+
+def _on_int4_grid(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """(levels 0..15, scale, minimum) per group of :data:`GROUP` inputs when ``weight`` lies on
+    such a grid exactly (to float rounding), else None.
+
+    The grid is read as GGUF's Q4_1 writes it: a group's minimum is level 0 and its maximum
+    level 15 (a weight quantised otherwise is kept in bfloat16, never re-quantised).
+    """
+    out, width = weight.shape
+    if width % GROUP:
+        return None
+    w = weight.detach().float().reshape(out, width // GROUP, GROUP)
+    low = w.amin(-1)
+    scale = (w.amax(-1) - low) / 15
+    safe = torch.where(scale > 0, scale, torch.ones_like(scale))
+    levels = torch.round((w - low[..., None]) / safe[..., None]).clamp(0, 15)
+    rebuilt = levels * scale[..., None] + low[..., None]
+    if bool(((rebuilt - w).abs() > 1e-4 * safe[..., None] + 1e-7).any()):
+        return None
+    return levels.reshape(out, width).to(torch.int32), scale, low
+
+
+class _Packed:
+    """A frozen projection ``y = x Wᵀ (+ b)`` stored for fast CPU products.
+
+    Decode steps (a few rows) read the 4-bit pack when the weight has one: they are bound by
+    memory traffic. Prefill (hundreds of rows) is bound by arithmetic, where a bfloat16 matrix
+    product is faster than unpacking 4 bits per tile, so a bfloat16 copy serves it.
+    """
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
+        grid = _on_int4_grid(weight)
+        self.bias = None if bias is None else bias.detach().to(torch.bfloat16)
+        self.weight = weight.detach().to(torch.bfloat16).contiguous()
+        self.int4: torch.Tensor | None = None
+        if grid is not None:
+            levels, scale, low = grid
+            self.int4 = torch.ops.aten._convert_weight_to_int4pack_for_cpu(levels.contiguous(), 1)
+            # The kernel computes (level - 8) * scale + zero: zero = low + 8 * scale.
+            self.scales = torch.stack([scale.T, (low + 8 * scale).T], -1).contiguous().to(torch.bfloat16)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.int4 is not None and x.shape[0] <= _PACKED_ROWS:
+            y = torch.ops.aten._weight_int4pack_mm_for_cpu(x, self.int4, GROUP, self.scales)
+            return y if self.bias is None else y + self.bias
+        return F.linear(x, self.weight, self.bias)
+
+
+def _lora_parts(module: Any, adapter: str | None) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(A, B·scaling) of the active LoRA adapter around a projection, or None."""
+    if adapter is None or not hasattr(module, "lora_A") or adapter not in module.lora_A:
+        return None
+    if getattr(module, "use_dora", {}).get(adapter, False):
+        raise ValueError("DoRA adapters are not supported by the fast decoder")
+    a = module.lora_A[adapter].weight.detach().float()
+    b = module.lora_B[adapter].weight.detach().float() * float(module.scaling[adapter])
+    return a, b
+
+
+def _base_of(module: Any) -> Any:
+    return getattr(module, "base_layer", module)
+
+
+class _Fused:
+    """Several projections of one input as one packed product, plus their LoRA beside it."""
+
+    def __init__(self, modules: list[Any], adapter: str | None) -> None:
+        bases = [_base_of(m) for m in modules]
+        weight = torch.cat([b.weight.detach().float() for b in bases])
+        biases = [b.bias for b in bases]
+        bias = (
+            None
+            if all(b is None for b in biases)
+            else torch.cat(
+                [
+                    b.detach().float() if b is not None else torch.zeros(m.weight.shape[0])
+                    for b, m in zip(biases, bases, strict=True)
+                ]
+            )
+        )
+        self.base = _Packed(weight, bias)
+        self.lora_a: torch.Tensor | None = None
+        parts = [_lora_parts(m, adapter) for m in modules]
+        if any(p is not None for p in parts):
+            rows = [b.weight.shape[0] for b in bases]
+            rank = sum(p[0].shape[0] for p in parts if p is not None)
+            a = torch.cat([p[0] for p in parts if p is not None])
+            b = torch.zeros(sum(rows), rank)
+            r0 = c0 = 0
+            for p, n in zip(parts, rows, strict=True):
+                if p is not None:
+                    b[r0 : r0 + n, c0 : c0 + p[0].shape[0]] = p[1]
+                    c0 += p[0].shape[0]
+                r0 += n
+            # float32: bfloat16 products this small cost more than the packed base itself
+            self.lora_a = a.contiguous()
+            self.lora_bt = b.T.contiguous()
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """``x``: (N, in) float32 → (N, out) float32."""
+        y = self.base(x.to(torch.bfloat16)).float()
+        if self.lora_a is not None:
+            y = torch.addmm(y, F.linear(x, self.lora_a), self.lora_bt)
+        return y
+
+
+@dataclass
+class _FastLayer:
+    norm1: torch.Tensor
+    norm2: torch.Tensor
+    qkv: _Fused
+    o: _Fused
+    gate_up: _Fused
+    down: _Fused
+    q_norm: torch.Tensor | None
+    k_norm: torch.Tensor | None
+
+
+# --- the cache --------------------------------------------------------------------------------
+
+
+class KVRows:
+    """Keys and values per layer, one row per sequence, grown on demand (rows and positions)."""
+
+    def __init__(
+        self,
+        layers: int,
+        kv_heads: int,
+        head_dim: int,
+        dtype: torch.dtype,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        self.shape = (layers, kv_heads, head_dim)
+        self.dtype = dtype
+        self.device = device
+        self.rows = 0
+        self.cap = 0
+        self.k = torch.empty(0)
+        self.v = torch.empty(0)
+
+    def reserve(self, rows: int, positions: int) -> None:
+        """At least ``rows`` rows of ``positions`` positions, keeping what is stored."""
+        if rows <= self.rows and positions <= self.cap:
+            return
+        new_rows = max(rows, self.rows)
+        new_cap = max(self.cap, -(-positions // _CAP_STEP) * _CAP_STEP)
+        layers, heads, dim = self.shape
+        k = torch.zeros(layers, new_rows, heads, new_cap, dim, dtype=self.dtype, device=self.device)
+        v = torch.zeros_like(k)
+        if self.rows:
+            k[:, : self.rows, :, : self.cap] = self.k
+            v[:, : self.rows, :, : self.cap] = self.v
+        self.k, self.v, self.rows, self.cap = k, v, new_rows, new_cap
+
+    def swap(self, a: int, b: int, length: int) -> None:
+        """Exchange the first ``length`` positions of rows ``a`` and ``b``."""
+        if a == b or length <= 0:
+            return
+        for t in (self.k, self.v):
+            held = t[:, a, :, :length].clone()
+            t[:, a, :, :length] = t[:, b, :, :length]
+            t[:, b, :, :length] = held
+
+    def copy(self, src: int, dst: int, length: int) -> None:
+        for t in (self.k, self.v):
+            t[:, dst, :, :length] = t[:, src, :, :length]
+
+
+# --- the decoder ------------------------------------------------------------------------------
+
+
+class SlotDecoder:
+    """Prefill one sequence into a cache row; decode one token for rows ``0 .. B-1``."""
+
+    def __init__(self, model: Any, precision: Precision = "exact") -> None:
+        why = supports(model)
+        if why is not None:
+            raise ValueError(f"the batched decoder cannot run this model: {why}")
+        self.model = model
+        self.lm = inner_model(model)
+        first = next(self.lm.parameters())
+        self.device = first.device
+        # packed 4-bit products are CPU kernels: elsewhere the model's own modules run
+        self.precision: Precision = precision if self.device.type == "cpu" else "exact"
+        cfg = self.lm.config
+        body = self.lm.model
+        self.heads = int(cfg.num_attention_heads)
+        self.kv_heads = int(getattr(cfg, "num_key_value_heads", None) or self.heads)
+        self.head_dim = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads)
+        self.group = self.heads // self.kv_heads
+        self.hidden = int(cfg.hidden_size)
+        self.eps = float(cfg.rms_norm_eps)
+        self.layers = list(body.layers)
+        self.embed = body.embed_tokens
+        self.vocab = int(self.lm.lm_head.weight.shape[0])
+        rotary = body.rotary_emb
+        self.inv_freq = rotary.inv_freq.detach().float().to(self.device).clone()
+        self.rope_scale = float(getattr(rotary, "attention_scaling", 1.0))
+        self.scaling = float(getattr(self.layers[0].self_attn, "scaling", self.head_dim**-0.5))
+        self.dtype = first.dtype if self.precision == "exact" else torch.bfloat16
+        self.cache = KVRows(len(self.layers), self.kv_heads, self.head_dim, self.dtype, self.device)
+        self._cos = torch.empty(0)
+        self._sin = torch.empty(0)
+        self._fast: dict[str | None, list[_FastLayer]] = {}
+        self._fast_head: _Fused | None = None
+        self._fast_norm: torch.Tensor | None = None
+
+    # ..... weights for the fast path
+
+    def _fast_layers(self, adapter: str | None) -> list[_FastLayer]:
+        if adapter not in self._fast:
+            built: list[_FastLayer] = []
+            for layer in self.layers:
+                attn, mlp = layer.self_attn, layer.mlp
+                qn, kn = getattr(attn, "q_norm", None), getattr(attn, "k_norm", None)
+                built.append(
+                    _FastLayer(
+                        norm1=layer.input_layernorm.weight.detach().float(),
+                        norm2=layer.post_attention_layernorm.weight.detach().float(),
+                        qkv=_Fused([attn.q_proj, attn.k_proj, attn.v_proj], adapter),
+                        o=_Fused([attn.o_proj], adapter),
+                        gate_up=_Fused([mlp.gate_proj, mlp.up_proj], adapter),
+                        down=_Fused([mlp.down_proj], adapter),
+                        q_norm=None if qn is None else qn.weight.detach().float(),
+                        k_norm=None if kn is None else kn.weight.detach().float(),
+                    )
+                )
+            self._fast[adapter] = built
+        if self._fast_head is None:
+            self._fast_head = _Fused([self.lm.lm_head], None)
+            self._fast_norm = self.lm.model.norm.weight.detach().float()
+        return self._fast[adapter]
+
+    def forget_adapter(self, adapter: str | None) -> None:
+        """Drop packed weights built for ``adapter`` (unloaded, or reloaded under its name)."""
+        self._fast.pop(adapter, None)
+
+    # ..... rotary positions
+
+    def _rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sign-folded sin at ``positions`` (see :meth:`_rotate`)."""
+        need = int(positions.max()) + 1
+        if need > self._cos.shape[0]:
+            size = -(-need // _CAP_STEP) * _CAP_STEP
+            freqs = torch.arange(size, dtype=torch.float32, device=self.device)[:, None] * self.inv_freq
+            cos, sin = freqs.cos() * self.rope_scale, freqs.sin() * self.rope_scale
+            self._cos, self._sin = torch.cat([cos, cos], -1), torch.cat([-sin, sin], -1)
+        dtype = self.dtype if self.precision == "exact" else torch.float32
+        return self._cos[positions].to(dtype), self._sin[positions].to(dtype)
+
+    @staticmethod
+    def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """Rotary embedding: ``x·cos + rotate_half(x)·sin`` with the sign folded into ``sin``
+        (``rotate_half(x) = (-x₂, x₁)`` is a roll by half the width)."""
+        return torch.addcmul(x * cos, x.roll(x.shape[-1] // 2, -1), sin)
+
+    # ..... one layer, both precisions
+
+    def _project_qkv(self, i: int, x: torch.Tensor, adapter: str | None) -> tuple[torch.Tensor, ...]:
+        """(N, D) → q (N, H·d), k (N, KV·d), v (N, KV·d), in the cache dtype."""
+        if self.precision == "exact":
+            layer = self.layers[i]
+            h = layer.input_layernorm(x)
+            attn = layer.self_attn
+            return attn.q_proj(h), attn.k_proj(h), attn.v_proj(h)
+        fl = self._fast[adapter][i]
+        h = F.rms_norm(x, (self.hidden,), fl.norm1, self.eps)
+        q, k, v = fl.qkv(h).split(
+            [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim], -1
+        )
+        return q, k, v
+
+    def _head_norms(
+        self, i: int, q: torch.Tensor, k: torch.Tensor, adapter: str | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Qwen3's per-head RMSNorm of queries and keys (before the rotation)."""
+        if self.precision == "exact":
+            attn = self.layers[i].self_attn
+            if getattr(attn, "q_norm", None) is not None:
+                q, k = attn.q_norm(q), attn.k_norm(k)
+            return q, k
+        fl = self._fast[adapter][i]
+        if fl.q_norm is not None and fl.k_norm is not None:
+            q = F.rms_norm(q, (self.head_dim,), fl.q_norm, self.eps)
+            k = F.rms_norm(k, (self.head_dim,), fl.k_norm, self.eps)
+        return q, k
+
+    def _finish_layer(
+        self, i: int, x: torch.Tensor, attn_out: torch.Tensor, adapter: str | None
+    ) -> torch.Tensor:
+        """Output projection, residual, MLP, residual: (N, D) → (N, D) in the residual dtype."""
+        if self.precision == "exact":
+            layer = self.layers[i]
+            x = x + layer.self_attn.o_proj(attn_out)
+            return x + layer.mlp(layer.post_attention_layernorm(x))
+        fl = self._fast[adapter][i]
+        x = x + fl.o(attn_out.float())
+        gate, up = fl.gate_up(F.rms_norm(x, (self.hidden,), fl.norm2, self.eps)).chunk(2, -1)
+        return x + fl.down(F.silu(gate) * up)
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        """(N, D) → (N, vocab) float32 logits."""
+        if self.precision == "exact":
+            return self.lm.lm_head(self.lm.model.norm(x)).float()
+        assert self._fast_head is not None and self._fast_norm is not None
+        return self._fast_head(F.rms_norm(x, (self.hidden,), self._fast_norm, self.eps))
+
+    def _embed(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids)
+        return x if self.precision == "exact" else x.float()
+
+    def prepare(self, adapter: str | None) -> None:
+        """Build what ``adapter`` needs before a batch uses it (packed weights in fast mode)."""
+        if self.precision == "fast":
+            self._fast_layers(adapter)
+
+    # ..... prefill and decode
+
+    @torch.inference_mode()
+    def prefill(self, row: int, ids: list[int], start: int, adapter: str | None) -> torch.Tensor:
+        """Write positions ``start ..`` of ``ids`` into ``row`` (positions before ``start`` are
+        already there: a shared prefix) and return the logits after the last token (vocab,)."""
+        self.prepare(adapter)
+        new = torch.tensor(ids[start:], dtype=torch.long, device=self.device)
+        n, total = new.shape[0], len(ids)
+        self.cache.reserve(row + 1, total)
+        positions = torch.arange(start, total, device=self.device)
+        cos, sin = (t[None, :, None, :] for t in self._rope(positions))  # (1, n, 1, d)
+        # query i (position start+i) sees keys 0 .. start+i
+        mask = torch.ones(n, total, dtype=torch.bool, device=self.device).tril(start) if start else None
+        x = self._embed(new)
+        kv_shape = (n, self.kv_heads, self.head_dim)
+        for i in range(len(self.layers)):
+            q, k, v = self._project_qkv(i, x, adapter)
+            q, k = self._head_norms(i, q.reshape(n, self.heads, self.head_dim), k.reshape(kv_shape), adapter)
+            q = self._rotate(q[None], cos, sin)[0].to(self.dtype)
+            k = self._rotate(k[None], cos, sin)[0].to(self.dtype)
+            self.cache.k[i, row, :, start:total] = k.transpose(0, 1)
+            self.cache.v[i, row, :, start:total] = v.reshape(kv_shape).to(self.dtype).transpose(0, 1)
+            keys = self.cache.k[i, row, :, :total]
+            values = self.cache.v[i, row, :, :total]
+            out = F.scaled_dot_product_attention(
+                q.transpose(0, 1)[None],
+                keys[None],
+                values[None],
+                attn_mask=None if start == 0 else mask,
+                is_causal=start == 0,  # the fused causal kernel is far cheaper than a mask
+                scale=self.scaling,
+                enable_gqa=self.group > 1,
+            )  # (1, H, n, d)
+            x = self._finish_layer(i, x, out[0].transpose(0, 1).reshape(n, -1).to(x.dtype), adapter)
+        return self._logits(x[-1:])[0]
+
+    @torch.inference_mode()
+    def decode(self, tokens: list[int], lengths: list[int], adapter: str | None) -> torch.Tensor:
+        """Feed ``tokens[b]`` at position ``lengths[b]`` of row ``b`` for rows ``0 .. B-1``;
+        return the next-token logits (B, vocab)."""
+        self.prepare(adapter)
+        batch = len(tokens)
+        longest = max(lengths) + 1
+        self.cache.reserve(batch, longest)
+        pos = torch.tensor(lengths, dtype=torch.long, device=self.device)
+        cos, sin = (t[:, None, None, :] for t in self._rope(pos))  # (B, 1, 1, d)
+        rows = torch.arange(batch, device=self.device)
+        mask = None
+        if batch > 1 and min(lengths) + 1 < longest:
+            mask = (torch.arange(longest, device=self.device)[None, :] > pos[:, None])[
+                :, None, None, :
+            ]  # (B, 1, 1, L): hidden
+        x = self._embed(torch.tensor(tokens, dtype=torch.long, device=self.device))
+        for i in range(len(self.layers)):
+            q, k, v = self._project_qkv(i, x, adapter)
+            q = q.reshape(batch, self.kv_heads, self.group, self.head_dim)
+            k = k.reshape(batch, self.kv_heads, 1, self.head_dim)
+            q, k = self._head_norms(i, q, k, adapter)
+            q = self._rotate(q, cos, sin).to(self.dtype)
+            k = self._rotate(k, cos, sin).to(self.dtype)
+            self.cache.k[i, rows, :, pos] = k[:, :, 0]
+            self.cache.v[i, rows, :, pos] = v.reshape(batch, self.kv_heads, self.head_dim).to(self.dtype)
+            # One query position per sequence: the group's query heads play the query length,
+            # so each key/value head is read once (no repeat) and no causal mask is needed.
+            scores = torch.matmul(q, self.cache.k[i, :batch, :, :longest].transpose(-1, -2)) * self.scaling
+            if mask is not None:
+                scores = scores.masked_fill(mask, float("-inf"))
+            weights = torch.softmax(scores, -1, dtype=torch.float32).to(self.dtype)
+            out = torch.matmul(weights, self.cache.v[i, :batch, :, :longest])  # (B, KV, group, d)
+            x = self._finish_layer(i, x, out.reshape(batch, -1).to(x.dtype), adapter)
+        return self._logits(x)

@@ -1,0 +1,294 @@
+"""The batched engine (agent_runtime.models.batching / decoder) on a real tiny causal LM.
+
+Every comparison is against transformers' own ``generate`` or the trainer's scoring forward on the
+same weights: batched decoding must change nothing but the speed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.train
+
+PROMPTS = [
+    "Open the clock app and set an alarm",
+    "Open the clock app and read the time",
+    "Type hello into the search box",
+    "Go back to the home screen",
+]
+
+
+def _request(text: str, **kw: Any) -> Any:
+    from agent_runtime.models.protocol import ChatCompletionRequest
+
+    body = {"messages": [{"role": "user", "content": text}], "temperature": 0.0, "max_tokens": 24} | kw
+    return ChatCompletionRequest.model_validate(body)
+
+
+def _engine(path: Path, **kw: Any) -> Any:
+    from agent_runtime.models.engine import TransformersEngine
+
+    return TransformersEngine(path, **kw)
+
+
+def _concurrently(fn: Any, items: list[Any]) -> list[Any]:
+    """Run ``fn`` on every item at once (threads released together) and return results in order."""
+    results: list[Any] = [None] * len(items)
+    errors: list[BaseException] = []
+    gate = threading.Barrier(len(items))
+
+    def work(i: int) -> None:
+        gate.wait()
+        try:
+            results[i] = fn(items[i])
+        except BaseException as exc:  # re-raised below in the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(items))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    if errors:
+        raise errors[0]
+    return results
+
+
+def _lora(model: Any, seed: int = 1) -> Any:
+    """A PEFT LoRA on every projection with non-zero B, so the adapter changes the outputs."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    peft = get_peft_model(
+        model,
+        LoraConfig(
+            r=4,
+            lora_alpha=8,
+            lora_dropout=0.3,  # must not act while sampling: the engine samples in eval mode
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        ),
+    )
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in peft.named_parameters():
+            if "lora_B" in name:
+                param.copy_(torch.randn(param.shape, generator=gen) * 0.5)
+    return peft
+
+
+def test_batched_greedy_is_generate_and_requests_share_forwards(tiny_lm_dir):
+    reference = _engine(tiny_lm_dir, batching=False)
+    want = [reference.chat(_request(p, return_token_ids=True)).choices[0] for p in PROMPTS]
+    engine = _engine(tiny_lm_dir)
+    got = _concurrently(lambda p: engine.chat(_request(p, return_token_ids=True)).choices[0], PROMPTS)
+    assert [c.token_ids for c in got] == [c.token_ids for c in want]
+    assert [c.message.content for c in got] == [c.message.content for c in want]
+    assert [c.finish_reason for c in got] == [c.finish_reason for c in want]
+    stats = engine._batcher.stats
+    # several sequences advanced per forward: fewer decode steps than decoded tokens
+    assert stats["decode_steps"] < stats["decoded_tokens"], stats
+    engine.close()
+
+
+def test_a_shared_prefix_is_reused_and_changes_nothing(tiny_lm_dir):
+    reference = _engine(tiny_lm_dir, batching=False)
+    engine = _engine(tiny_lm_dir)
+    for p in PROMPTS[:2]:  # the second starts like the first (same template and first words)
+        want = reference.chat(_request(p, return_token_ids=True)).choices[0].token_ids
+        assert engine.chat(_request(p, return_token_ids=True)).choices[0].token_ids == want
+    assert engine._batcher.stats["reused_tokens"] > 0
+    engine.close()
+
+
+def test_rollout_logprobs_are_the_trainers_and_dropout_is_off(tiny_lm_dir):
+    """On-policy: the engine's behaviour log-probs equal the trainer's scoring forward (ratio 1),
+    with a LoRA adapter whose dropout would act in train mode."""
+    import math
+
+    from agent_runtime.trainers.online.policy_gradient import score_logprobs
+    from agent_runtime.trainers.online.samples import StepTokens
+
+    engine = _engine(tiny_lm_dir)
+    model = _lora(engine.model)
+    model.train()  # as a trainer leaves it after an update
+    engine.model = model
+    replies = _concurrently(
+        lambda p: engine.chat(
+            _request(p, temperature=1.0, seed=7, logprobs=True, return_token_ids=True, max_tokens=16)
+        ),
+        PROMPTS,
+    )
+    assert not model.training
+    steps = [
+        StepTokens(
+            prompt_ids=tuple(r.prompt_token_ids),
+            completion_ids=tuple(r.choices[0].token_ids),
+            behaviour_logprobs=tuple(e.logprob for e in r.choices[0].logprobs.content),
+        )
+        for r in replies
+    ]
+    scored = score_logprobs(model, steps, temperature=1.0, micro_batch_size=4)
+    for step, current in zip(steps, scored, strict=True):
+        assert len(current) == len(step.behaviour_logprobs)
+        for now, then in zip(current, step.behaviour_logprobs, strict=True):
+            assert math.exp(now - then) == pytest.approx(1.0, abs=1e-4)  # the importance ratio
+    engine.close()
+
+
+def test_sampling_is_seeded_per_request_whatever_shares_the_batch(tiny_lm_dir):
+    engine = _engine(tiny_lm_dir)
+    sampled = {"temperature": 1.0, "seed": 11, "max_tokens": 20, "return_token_ids": True}
+    alone = engine.chat(_request(PROMPTS[0], **sampled)).choices[0].token_ids
+    crowd = _concurrently(
+        lambda kw: engine.chat(_request(PROMPTS[0], **kw)).choices[0].token_ids,
+        [sampled, sampled | {"seed": 12}, sampled | {"seed": 13}],
+    )
+    assert crowd[0] == alone
+    # n choices of one request: each its own stream, reproducible
+    two = engine.chat(_request(PROMPTS[1], n=3, **sampled)).choices
+    again = engine.chat(_request(PROMPTS[1], n=3, **sampled)).choices
+    assert [c.token_ids for c in two] == [c.token_ids for c in again]
+    assert len({tuple(c.token_ids or []) for c in two}) > 1
+    engine.close()
+
+
+def test_max_tokens_stop_strings_and_top_k(tiny_lm_dir):
+    engine = _engine(tiny_lm_dir)
+    long = engine.chat(_request(PROMPTS[2], max_tokens=5, return_token_ids=True)).choices[0]
+    reference = _engine(tiny_lm_dir, batching=False)
+    want = reference.chat(_request(PROMPTS[2], max_tokens=5, return_token_ids=True)).choices[0]
+    assert long.token_ids == want.token_ids
+    assert long.finish_reason == want.finish_reason
+    full = reference.chat(_request(PROMPTS[2], max_tokens=24)).choices[0].message.content
+    if len(full) > 4:
+        stop = full[2:4]
+        cut = engine.chat(_request(PROMPTS[2], max_tokens=24, stop=[stop])).choices[0]
+        assert cut.message.content == full[: full.find(stop)]
+        assert cut.finish_reason == "stop"
+    # top_k = 1 is greedy whatever the temperature
+    greedy = reference.chat(_request(PROMPTS[3], return_token_ids=True)).choices[0].token_ids
+    topk1 = engine.chat(_request(PROMPTS[3], temperature=1.5, top_k=1, seed=3, return_token_ids=True))
+    assert topk1.choices[0].token_ids == greedy
+    engine.close()
+
+
+def test_cancel_ends_one_request_and_the_batch_goes_on(tiny_lm_dir):
+    from agent_runtime.models.cancel import RunCancelled, cancel_scope
+
+    engine = _engine(tiny_lm_dir)
+    cancel = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def cancelled() -> None:
+        with cancel_scope(cancel):
+            try:
+                engine.chat(_request(PROMPTS[0], max_tokens=3000))  # greedy: repeats, never ends
+                outcome["a"] = "finished"
+            except RunCancelled:
+                outcome["a"] = "cancelled"
+
+    worker = threading.Thread(target=cancelled)
+    worker.start()
+    time.sleep(0.3)
+    other = engine.chat(_request(PROMPTS[1], return_token_ids=True))
+    cancel.set()
+    worker.join(timeout=30)
+    assert outcome == {"a": "cancelled"}
+    assert other.choices[0].token_ids
+    # the engine still answers afterwards
+    assert engine.chat(_request(PROMPTS[2])).choices[0].finish_reason in ("stop", "length")
+    engine.close()
+
+
+def test_two_adapters_at_once_each_get_their_own_weights(tiny_lm_dir, tmp_path):
+    from agent_runtime.models.engine import TransformersEngine
+
+    dirs = []
+    for seed in (1, 2):
+        base = TransformersEngine(tiny_lm_dir, batching=False).model
+        peft = _lora(base, seed)
+        peft.save_pretrained(str(tmp_path / f"a{seed}"))
+        dirs.append(str(tmp_path / f"a{seed}"))
+    reference = _engine(tiny_lm_dir, batching=False)
+    engine = _engine(tiny_lm_dir, precision="fast")
+    exact = _engine(tiny_lm_dir)
+    for e in (reference, engine, exact):
+        e.load_adapter("one", dirs[0])
+        e.load_adapter("two", dirs[1])
+    names = ["one", "two", "one", "two", None]
+    want = [reference.chat(_request(PROMPTS[0], model=n, return_token_ids=True)) for n in names]
+    for e in (exact, engine):
+        got = _concurrently(
+            lambda n, e=e: e.chat(_request(PROMPTS[0], model=n, return_token_ids=True)), names
+        )
+        assert [g.model for g in got] == [w.model for w in want]
+        if e is exact:
+            assert [g.choices[0].token_ids for g in got] == [w.choices[0].token_ids for w in want]
+    # the two adapters really differ (else this test proves nothing)
+    assert want[0].choices[0].token_ids != want[1].choices[0].token_ids
+    for e in (engine, exact):
+        e.close()
+
+
+def test_fast_weights_keep_a_4bit_grid_and_stay_close_to_the_model(tiny_lm_dir):
+    import torch
+
+    from agent_runtime.models.decoder import SlotDecoder, _Packed
+
+    gen = torch.Generator().manual_seed(0)
+    levels = torch.randint(0, 16, (48, 64), generator=gen).float()
+    levels[:, 0::32], levels[:, 1::32] = 0, 15  # as GGUF's Q4_1: each group's minimum and maximum
+    scale = torch.rand(48, 2, generator=gen) * 0.01 + 0.001
+    low = -torch.rand(48, 2, generator=gen) * 0.05
+    on_grid = (levels.view(48, 2, 32) * scale[..., None] + low[..., None]).view(48, 64)
+    packed = _Packed(on_grid, None)
+    assert packed.int4 is not None
+    x = torch.randn(3, 64, generator=gen)
+    exact = x @ on_grid.T
+    got = packed(x.to(torch.bfloat16)).float()
+    assert torch.allclose(got, exact, rtol=2e-2, atol=2e-2 * float(exact.abs().max()))
+    assert _Packed(torch.randn(48, 64, generator=gen), None).int4 is None  # off the grid: bfloat16
+
+    engine = _engine(tiny_lm_dir, batching=False)
+    ids = engine.tokenizer(PROMPTS[0])["input_ids"]
+    with torch.inference_mode():
+        want = engine.model(input_ids=torch.tensor([ids])).logits[0, -1].float()
+    for precision, tolerance in (("exact", 1e-4), ("fast", 5e-2)):
+        decoder = SlotDecoder(engine.model, precision)  # type: ignore[arg-type]
+        got = decoder.prefill(0, ids, 0, None)
+        assert float((got - want).abs().max()) <= tolerance * max(1.0, float(want.abs().max()))
+
+
+def test_serve_decodes_concurrent_http_requests_together(tiny_lm_dir):
+    import httpx
+
+    from agent_runtime.models.server import ServerThread, create_app
+
+    engine = _engine(tiny_lm_dir)
+    reference = _engine(tiny_lm_dir, batching=False)
+    with ServerThread(create_app(engine)) as url:
+
+        def post(text: str) -> dict[str, Any]:
+            body = {"messages": [{"role": "user", "content": text}], "temperature": 0, "max_tokens": 24}
+            reply = httpx.post(f"{url}/chat/completions", json=body, timeout=60)
+            assert reply.status_code == 200, reply.text
+            return reply.json()
+
+        replies = _concurrently(post, PROMPTS)
+    want = [reference.chat(_request(p)).choices[0].message.content for p in PROMPTS]
+    assert [r["choices"][0]["message"]["content"] for r in replies] == want
+    assert engine._batcher.stats["decode_steps"] < engine._batcher.stats["decoded_tokens"]
+    engine.close()
+
+
+def test_eval_plays_in_process_agents_as_threads_on_one_engine():
+    from agent_runtime.demo_model import demo_config
+    from agent_runtime.evaluation import AgentPolicy, executor_for, oracle_policy
+
+    assert executor_for(AgentPolicy(demo_config())) == "thread"
+    assert executor_for(oracle_policy) == "process"
