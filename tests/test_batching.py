@@ -284,11 +284,3 @@ def test_serve_decodes_concurrent_http_requests_together(tiny_lm_dir):
     assert [r["choices"][0]["message"]["content"] for r in replies] == want
     assert engine._batcher.stats["decode_steps"] < engine._batcher.stats["decoded_tokens"]
     engine.close()
-
-
-def test_eval_plays_in_process_agents_as_threads_on_one_engine():
-    from agent_runtime.demo_model import demo_config
-    from agent_runtime.evaluation import AgentPolicy, executor_for, oracle_policy
-
-    assert executor_for(AgentPolicy(demo_config())) == "thread"
-    assert executor_for(oracle_policy) == "process"

