@@ -363,7 +363,9 @@ def side_by_side(args: argparse.Namespace) -> dict[str, Any]:
     for name in ("today", "batched"):
         cmd = [sys.executable, __file__, "--phase", name, *_passthrough(args)]
         print(f"measuring {name} …", file=sys.stderr, flush=True)
-        done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"the {name} phase failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
         report[name] = json.loads(done.stdout.strip().splitlines()[-1])
     today, new = report["today"], report["batched"]
     same = sum(a == b for a, b in zip(today["single"]["replies"], new["single"]["replies"], strict=True))

@@ -25,8 +25,10 @@ This module imports torch at import time; import it lazily.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -37,6 +39,17 @@ import torch
 
 from agent_runtime.models.cancel import CANCEL_POLL_S, RunCancelled
 from agent_runtime.models.decoder import SlotDecoder
+
+#: Every live batcher, closed at interpreter exit: a daemon thread killed inside a torch kernel
+#: aborts the process ("terminate called without an active exception").
+_LIVE: weakref.WeakSet[Batcher] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for batcher in list(_LIVE):
+        batcher.close()
+
 
 #: Sequences decoded together at most (more wait for a free place).
 DEFAULT_MAX_BATCH = 16
@@ -141,6 +154,7 @@ class Batcher:
         self.stats = {"decode_steps": 0, "decoded_tokens": 0, "prefill_tokens": 0, "reused_tokens": 0}
         self._thread = threading.Thread(target=self._loop, name=f"batcher-{name}", daemon=True)
         self._thread.start()
+        _LIVE.add(self)
 
     # --- callers ----------------------------------------------------------------------------
 

@@ -291,7 +291,7 @@ class SlotDecoder:
         self.inv_freq = rotary.inv_freq.detach().float().to(self.device).clone()
         self.rope_scale = float(getattr(rotary, "attention_scaling", 1.0))
         self.scaling = float(getattr(self.layers[0].self_attn, "scaling", self.head_dim**-0.5))
-        self.dtype = first.dtype if self.precision == "exact" else torch.bfloat16
+        self.dtype = first.dtype if self.precision == "exact" else torch.float32
         self.cache = KVRows(len(self.layers), self.kv_heads, self.head_dim, self.dtype, self.device)
         self._cos = torch.empty(0)
         self._sin = torch.empty(0)
@@ -458,9 +458,8 @@ class SlotDecoder:
         rows = torch.arange(batch, device=self.device)
         mask = None
         if batch > 1 and min(lengths) + 1 < longest:
-            mask = (torch.arange(longest, device=self.device)[None, :] > pos[:, None])[
-                :, None, None, :
-            ]  # (B, 1, 1, L): hidden
+            # (B, 1, 1, L): True where a row's key position exists
+            mask = (torch.arange(longest, device=self.device)[None, :] <= pos[:, None])[:, None, None, :]
         x = self._embed(torch.tensor(tokens, dtype=torch.long, device=self.device))
         for i in range(len(self.layers)):
             q, k, v = self._project_qkv(i, x, adapter)
@@ -473,10 +472,12 @@ class SlotDecoder:
             self.cache.v[i, rows, :, pos] = v.reshape(batch, self.kv_heads, self.head_dim).to(self.dtype)
             # One query position per sequence: the group's query heads play the query length,
             # so each key/value head is read once (no repeat) and no causal mask is needed.
-            scores = torch.matmul(q, self.cache.k[i, :batch, :, :longest].transpose(-1, -2)) * self.scaling
-            if mask is not None:
-                scores = scores.masked_fill(mask, float("-inf"))
-            weights = torch.softmax(scores, -1, dtype=torch.float32).to(self.dtype)
-            out = torch.matmul(weights, self.cache.v[i, :batch, :, :longest])  # (B, KV, group, d)
+            out = F.scaled_dot_product_attention(
+                q,
+                self.cache.k[i, :batch, :, :longest],
+                self.cache.v[i, :batch, :, :longest],
+                attn_mask=mask,
+                scale=self.scaling,
+            )  # (B, KV, group, d)
             x = self._finish_layer(i, x, out.reshape(batch, -1).to(x.dtype), adapter)
         return self._logits(x)
