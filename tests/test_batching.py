@@ -95,6 +95,27 @@ def test_batched_greedy_is_generate_and_requests_share_forwards(tiny_lm_dir):
     engine.close()
 
 
+def test_sequences_leaving_in_any_order_keep_their_rows(tiny_lm_dir):
+    """Requests of different lengths join and leave mid-batch (rows move, prefixes are kept)."""
+    reference = _engine(tiny_lm_dir, batching=False)
+    engine = _engine(tiny_lm_dir, max_batch=3)  # more requests than places: some wait and join later
+    asks = [(PROMPTS[i % 4], n) for i, n in enumerate([3, 20, 5, 12, 1, 8, 16, 2])]
+    asks[3] = (" ".join(PROMPTS * 20), 12)  # longer than the cache's first allocation: it grows
+    want = [
+        reference.chat(_request(p, max_tokens=n, return_token_ids=True)).choices[0].token_ids for p, n in asks
+    ]
+    for _ in range(2):  # the second round starts from the prefixes the first left
+        got = _concurrently(
+            lambda a: (
+                engine.chat(_request(a[0], max_tokens=a[1], return_token_ids=True)).choices[0].token_ids
+            ),
+            asks,
+        )
+        assert got == want
+    assert engine._batcher.stats["reused_tokens"] > 0
+    engine.close()
+
+
 def test_a_shared_prefix_is_reused_and_changes_nothing(tiny_lm_dir):
     reference = _engine(tiny_lm_dir, batching=False)
     engine = _engine(tiny_lm_dir)

@@ -216,7 +216,8 @@ class Batcher:
                     return
                 admit = self._take_admissible()
             try:
-                with self.lock:
+                # inference mode for the whole iteration: the cache rows it moves are inference tensors
+                with self.lock, torch.inference_mode():
                     for request in admit:
                         self._admit(request)
                     self._drop_cancelled()
