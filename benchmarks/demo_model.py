@@ -233,7 +233,7 @@ def _worker_prompts(count: int) -> list[str]:
     texts = [
         "\n".join(p["text"] for p in c.messages[-1]["content"] if p.get("type") == "text") for c in calls
     ]
-    unique = list(dict.fromkeys(texts))
+    unique = sorted(set(texts))  # run directories have random names: fix the order before drawing
     random.Random(0).shuffle(unique)
     return unique[:count]
 
