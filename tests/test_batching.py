@@ -250,6 +250,10 @@ def test_two_adapters_at_once_each_get_their_own_weights(tiny_lm_dir, tmp_path):
         assert [g.model for g in got] == [w.model for w in want]
         if e is exact:
             assert [g.choices[0].token_ids for g in got] == [w.choices[0].token_ids for w in want]
+    # the fast engine packed the base once: one pack per fused projection group, not per adapter
+    decoder = engine._batcher.decoder
+    assert len(decoder._fast) == 3  # "one", "two", no adapter
+    assert len(decoder._packs) == 4 * len(decoder.layers) + 1  # qkv, o, gate_up, down per layer + lm_head
     # the two adapters really differ (else this test proves nothing)
     assert want[0].choices[0].token_ids != want[1].choices[0].token_ids
     for e in (engine, exact):

@@ -155,24 +155,28 @@ def _base_of(module: Any) -> Any:
     return getattr(module, "base_layer", module)
 
 
-class _Fused:
-    """Several projections of one input as one packed product, plus their LoRA beside it."""
+def _pack(bases: list[Any]) -> _Packed:
+    """The frozen base projections of one input, concatenated along their outputs."""
+    weight = torch.cat([b.weight.detach().float() for b in bases])
+    biases = [b.bias for b in bases]
+    if all(b is None for b in biases):
+        return _Packed(weight, None)
+    bias = torch.cat(
+        [
+            b.detach().float() if b is not None else torch.zeros(m.weight.shape[0])
+            for b, m in zip(biases, bases, strict=True)
+        ]
+    )
+    return _Packed(weight, bias)
 
-    def __init__(self, modules: list[Any], adapter: str | None) -> None:
+
+class _Fused:
+    """Several projections of one input as one packed product (shared by every adapter),
+    plus the adapter's LoRA beside it."""
+
+    def __init__(self, modules: list[Any], adapter: str | None, base: _Packed) -> None:
         bases = [_base_of(m) for m in modules]
-        weight = torch.cat([b.weight.detach().float() for b in bases])
-        biases = [b.bias for b in bases]
-        bias = (
-            None
-            if all(b is None for b in biases)
-            else torch.cat(
-                [
-                    b.detach().float() if b is not None else torch.zeros(m.weight.shape[0])
-                    for b, m in zip(biases, bases, strict=True)
-                ]
-            )
-        )
-        self.base = _Packed(weight, bias)
+        self.base = base
         self.lora_a: torch.Tensor | None = None
         parts = [_lora_parts(m, adapter) for m in modules]
         if any(p is not None for p in parts):
@@ -296,6 +300,8 @@ class SlotDecoder:
         self._cos = torch.empty(0)
         self._sin = torch.empty(0)
         self._fast: dict[str | None, list[_FastLayer]] = {}
+        #: Packed base weights by their modules: built once, whatever adapters come and go.
+        self._packs: dict[tuple[int, ...], _Packed] = {}
         self._fast_head: _Fused | None = None
         self._fast_norm: torch.Tensor | None = None
 
@@ -311,19 +317,26 @@ class SlotDecoder:
                     _FastLayer(
                         norm1=layer.input_layernorm.weight.detach().float(),
                         norm2=layer.post_attention_layernorm.weight.detach().float(),
-                        qkv=_Fused([attn.q_proj, attn.k_proj, attn.v_proj], adapter),
-                        o=_Fused([attn.o_proj], adapter),
-                        gate_up=_Fused([mlp.gate_proj, mlp.up_proj], adapter),
-                        down=_Fused([mlp.down_proj], adapter),
+                        qkv=self._fused([attn.q_proj, attn.k_proj, attn.v_proj], adapter),
+                        o=self._fused([attn.o_proj], adapter),
+                        gate_up=self._fused([mlp.gate_proj, mlp.up_proj], adapter),
+                        down=self._fused([mlp.down_proj], adapter),
                         q_norm=None if qn is None else qn.weight.detach().float(),
                         k_norm=None if kn is None else kn.weight.detach().float(),
                     )
                 )
             self._fast[adapter] = built
         if self._fast_head is None:
-            self._fast_head = _Fused([self.lm.lm_head], None)
+            self._fast_head = self._fused([self.lm.lm_head], None)
             self._fast_norm = self.lm.model.norm.weight.detach().float()
         return self._fast[adapter]
+
+    def _fused(self, modules: list[Any], adapter: str | None) -> _Fused:
+        bases = [_base_of(m) for m in modules]
+        key = tuple(id(b) for b in bases)
+        if key not in self._packs:
+            self._packs[key] = _pack(bases)
+        return _Fused(modules, adapter, self._packs[key])
 
     def forget_adapter(self, adapter: str | None) -> None:
         """Drop packed weights built for ``adapter`` (unloaded, or reloaded under its name)."""

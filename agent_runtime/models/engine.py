@@ -242,14 +242,15 @@ class TransformersEngine:
             return requested
         raise UnknownModel(f"The model `{requested}` does not exist.")
 
-    def _activate(self, adapter: str | None) -> None:
+    def _activate(self, peft_name: str | None) -> None:
+        """Make the model's own modules compute with one adapter (PEFT's name), or none."""
         if not self.adapters:
             return
-        if adapter is None:
+        if peft_name is None:
             self.model.disable_adapters()
         else:
             self.model.enable_adapters()
-            self.model.set_adapter(_peft_name(adapter))
+            self.model.set_adapter(peft_name)
 
     # --- generation -----------------------------------------------------------------------------
 
@@ -293,7 +294,7 @@ class TransformersEngine:
                 torch.manual_seed(req.seed)
             if cancel is not None:
                 kwargs["stopping_criteria"] = StoppingCriteriaList([_StopOnCancel(cancel)])
-            self._activate(adapter)
+            self._activate(None if adapter is None else _peft_name(adapter))
             out = self.model.generate(**inputs, **kwargs)
             raise_if_cancelled(cancel, f"generation by {self.served_name}")  # no half reply
             logits = out.logits if req.logprobs else None
@@ -362,12 +363,8 @@ class TransformersEngine:
         (``adapter`` is PEFT's name for it)."""
         if self.model.training:
             self.model.eval()
-        if self.adapters and (self._batcher is None or self._batcher.decoder.precision == "exact"):
-            if adapter is None:
-                self.model.disable_adapters()
-            else:
-                self.model.enable_adapters()
-                self.model.set_adapter(adapter)
+        if self._batcher is None or self._batcher.decoder.precision == "exact":
+            self._activate(adapter)
 
     def _chat_batched(
         self,
