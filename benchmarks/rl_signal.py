@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing
 import os
 import sys
@@ -36,22 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_runtime.evaluation.harness import share_cores
-
-
-def paired(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
-    """Before vs after on the same held-out instances (same sampling seeds): the discordant pairs
-    and McNemar's exact two-sided p-value — sharper than comparing two Wilson intervals."""
-    common = sorted(set(before) & set(after))
-    up = sum(1 for k in common if not before[k] and after[k])
-    down = sum(1 for k in common if before[k] and not after[k])
-    n = up + down
-    tail = sum(math.comb(n, i) for i in range(min(up, down) + 1)) / 2**n if n else 0.5
-    return {
-        "pairs": len(common),
-        "fail_to_success": up,
-        "success_to_fail": down,
-        "mcnemar_p": round(min(1.0, 2 * tail), 4),
-    }
+from agent_runtime.evaluation.paired import holm, paired_test
 
 
 def runtime_config(args: argparse.Namespace) -> Any:
@@ -215,9 +199,13 @@ def record(report: dict[str, Any], name: str, outcome: Callable[[], dict[str, An
     else:
         report["methods"][name] = result
     before = report.get("before", {}).get("outcomes")
-    for trained in report["methods"].values():
-        if before is not None and "after" in trained:
-            trained["paired"] = paired(before, trained["after"]["outcomes"])
+    compared = [t for t in report["methods"].values() if before is not None and "after" in t]
+    for trained in compared:
+        outcome_after = {k: bool(v) for k, v in trained["after"]["outcomes"].items()}
+        trained["paired"] = paired_test({k: bool(v) for k, v in before.items()}, outcome_after).model_dump()
+    # Several methods against one start: Holm's correction of the one-sided p-values.
+    for trained, adjusted in zip(compared, holm([t["paired"]["p_greater"] for t in compared]), strict=True):
+        trained["paired"]["p_greater_holm"] = adjusted
     return result
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from agent_runtime.evaluation.paired import holm, paired_test
 from agent_runtime.simphone.tasks import select
 from agent_runtime.simphone.tasks.registry import task_instances
 
@@ -31,15 +32,22 @@ rl_signal = load_benchmark()
 
 
 def test_paired_counts_discordant_pairs_and_mcnemar_exact_p() -> None:
-    before = {"a": 0, "b": 0, "c": 0, "d": 1, "e": 1}
-    after = {"a": 1, "b": 1, "c": 1, "d": 1, "e": 0, "extra": 1}
-    # 3 up, 1 down: p = 2 * P(X <= 1 | n = 4, 1/2) = 2 * 5/16
-    assert rl_signal.paired(before, after) == {
-        "pairs": 5,
-        "fail_to_success": 3,
-        "success_to_fail": 1,
-        "mcnemar_p": 0.625,
-    }
+    before = {"a": False, "b": False, "c": False, "d": True, "e": True}
+    after = {"a": True, "b": True, "c": True, "d": True, "e": False, "extra": True}
+    # 3 up, 1 down, n = 4: one-sided P(X >= 3) = 5/16; two-sided 2 * 5/16
+    r = paired_test(before, after)
+    assert (r.pairs, r.gains, r.losses) == (5, 3, 1)
+    assert (r.before_successes, r.after_successes) == (2, 4)
+    assert r.p_greater == 0.3125 and r.p_two_sided == 0.625
+    assert r.missing == ["extra"]
+    assert paired_test({"a": True}, {"a": True}).p_greater == 1.0  # no discordant pair: no evidence
+
+
+def test_holm_adjusts_in_step_down_order() -> None:
+    # sorted 0.01, 0.03, 0.04 -> x3, x2, x1 = 0.03, 0.06, 0.04 -> monotone 0.03, 0.06, 0.06
+    assert holm([0.01, 0.04, 0.03]) == [0.03, 0.06, 0.06]
+    assert holm([0.5, 0.9]) == [1.0, 1.0]
+    assert holm([]) == []
 
 
 def test_a_failed_phase_is_recorded_and_pairs_follow_the_start() -> None:
@@ -53,7 +61,8 @@ def test_a_failed_phase_is_recorded_and_pairs_follow_the_start() -> None:
 
     assert rl_signal.record(report, "trpo", broken) == {"error": "RuntimeError: server gone"}
     rl_signal.record(report, "before", lambda: {"outcomes": {"t/1": 0, "t/2": 0}})
-    assert report["methods"]["dgrpo"]["paired"]["fail_to_success"] == 1
+    assert report["methods"]["dgrpo"]["paired"]["gains"] == 1
+    assert report["methods"]["dgrpo"]["paired"]["p_greater_holm"] == 0.5  # the failed method is not counted
     assert report["methods"]["trpo"] == {"error": "RuntimeError: server gone"}
 
 

@@ -136,3 +136,17 @@ def test_expert_reports_what_it_could_not_find():
     with pytest.raises(OracleError, match="scrolled the whole list") as info:
         ExpertPolicy(screenshots=False)(task, phone)
     assert info.value.hint and "visible:" in info.value.hint
+
+
+def test_distinct_instances_of_a_template_are_different_tasks() -> None:
+    """With ``distinct``, seeds whose parameters repeat an earlier seed's are skipped (SettingsReachPage's parameter
+    space is small: its first test seeds repeat "Go to the Wi-Fi page")."""
+    from agent_runtime.simphone.tasks.registry import make_task, split_of
+
+    tasks = task_instances(["SettingsReachPage"], split="test", episodes=8, seed=0, distinct=True)
+    assert len({t.params_key() for t in tasks}) == 8
+    with pytest.raises(TaskError, match="only 1 distinct test instances"):
+        task_instances(["BrowserSearch"], split="test", episodes=2, distinct=True)
+    seeds = [make_task("SettingsReachPage", s) for s in range(tasks[-1].seed + 1)]
+    test = [t.params_key() for t in seeds if split_of(t) == "test"]
+    assert len(test) > len(set(test)), "no repeats in these seeds: pick another template for this test"

@@ -41,6 +41,7 @@ COMMAND_MODULES = [
     "agent_runtime.cli.eval",
     "agent_runtime.cli.judge",
     "agent_runtime.cli.distill",
+    "agent_runtime.cli.evolve",
     "agent_runtime.cli.simphone",
     "agent_runtime.cli.simphone_demos",
     "agent_runtime.cli.simphone_tasks",

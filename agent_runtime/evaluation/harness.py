@@ -110,12 +110,13 @@ def oracle_steps(name: str, seed: int) -> int | None:
 
 
 def _instances(
-    tasks: str | Sequence[str] | None, split: str, episodes: int, seed: int
+    tasks: str | Sequence[str] | None, split: str, episodes: int, seed: int, distinct: bool
 ) -> list[tuple[str, int]]:
     from agent_runtime.simphone.tasks import select, task_instances
 
     names = select(tasks)
-    return [(t.name, t.seed) for t in task_instances(names, split=split, episodes=episodes, seed=seed)]  # type: ignore[arg-type]
+    found = task_instances(names, split=split, episodes=episodes, seed=seed, distinct=distinct)  # type: ignore[arg-type]
+    return [(t.name, t.seed) for t in found]
 
 
 def evaluate(
@@ -130,6 +131,7 @@ def evaluate(
     executor: Executor = "thread",
     on_result: Callable[[EpisodeResult], None] | None = None,
     on_plan: Callable[[int], None] | None = None,
+    distinct: bool = False,
 ) -> EvalReport:
     """Evaluate ``policy`` on ``episodes`` instances of each selected template in ``split``.
 
@@ -137,7 +139,8 @@ def evaluate(
     means every template. ``workers`` episodes run at once in ``executor`` (``process``
     needs a picklable policy, e.g. :func:`~agent_runtime.evaluation.oracle_policy`).
     ``on_plan`` receives the number of episodes before they start, ``on_result`` each result
-    as it finishes (progress bars).
+    as it finishes (progress bars). ``distinct`` plays only instances with different parameters
+    (see :func:`~agent_runtime.simphone.tasks.registry.task_instances`).
     """
     if suite not in SUITES:
         raise ConfigError(f"unknown evaluation suite {suite!r}", hint=f"use one of: {', '.join(SUITES)}")
@@ -145,7 +148,7 @@ def evaluate(
         raise ConfigError(f"workers must be at least 1, got {workers}")
     if executor not in ("thread", "process"):
         raise ConfigError(f"unknown executor {executor!r}", hint="use thread or process")
-    plan = _instances(tasks, split, episodes, seed)
+    plan = _instances(tasks, split, episodes, seed, distinct)
     if on_plan is not None:
         on_plan(len(plan))
     started = time.perf_counter()

@@ -108,9 +108,15 @@ def split_of(task: Task) -> Literal["train", "test"]:
 
 
 def task_instances(
-    names: Iterable[str], *, split: Split = "all", episodes: int = 1, seed: int = 0
+    names: Iterable[str], *, split: Split = "all", episodes: int = 1, seed: int = 0, distinct: bool = False
 ) -> list[Task]:
-    """``episodes`` instances per template in ``split``, from seeds ``seed, seed+1, …``."""
+    """``episodes`` instances per template in ``split``, from seeds ``seed, seed+1, …``.
+
+    With ``distinct`` a seed whose parameters repeat an earlier one's is skipped, so five
+    episodes of a template are five different tasks, not one measured again (which would count
+    one outcome several times in a success rate or a paired test). Some templates have only a
+    few parameter sets per split; asking for more distinct instances than exist is an error.
+    """
     if split not in SPLITS:
         raise TaskError(f"unknown split {split!r}", hint="use train, test or all")
     if episodes < 1:
@@ -118,15 +124,18 @@ def task_instances(
     out: list[Task] = []
     for name in names:
         found: list[Task] = []
+        seen: set[str] = set()
         for s in range(seed, seed + MAX_SEED_SCAN):
             task = make_task(name, s)
-            if split == "all" or split_of(task) == split:
+            if (split == "all" or split_of(task) == split) and not (distinct and task.params_key() in seen):
+                seen.add(task.params_key())
                 found.append(task)
                 if len(found) == episodes:
                     break
         if len(found) < episodes:
             raise TaskError(
-                f"{name} has only {len(found)} {split} instances in seeds {seed}..{seed + MAX_SEED_SCAN - 1}",
+                f"{name} has only {len(found)} {'distinct ' if distinct else ''}{split} instances "
+                f"in seeds {seed}..{seed + MAX_SEED_SCAN - 1}",
                 hint="ask for fewer episodes; the template's parameter space is small",
             )
         out.extend(found)

@@ -56,6 +56,9 @@ class DemoOptions(BaseModel):
     tasks: str | None = Field(None, description="template names: globs or re:REGEX, comma-separated")
     episodes: int = Field(1, ge=1, description="instances per template")
     seed: int = Field(0, ge=0, description="first seed scanned for instances")
+    instances: list[tuple[str, int]] | None = Field(
+        None, description="exact (template, seed) instances instead of tasks/episodes/seed (evolve's failed ones)"
+    )
     observation: ObservationMode = "ui_tree"
     prompts: PromptSet = Field("full", description="the prompt set the trained model will run with")
     perturb: float = Field(0.0, ge=0.0, le=1.0, description="chance of a wrong action at a step")
@@ -91,7 +94,7 @@ def write_demos(
     options: DemoOptions, out_dir: Path | str, *, on_episode: Callable[[str], None] | None = None
 ) -> DemoReport:
     """Demonstrations for every selected task instance under ``out_dir`` (one run each)."""
-    from agent_runtime.simphone.tasks import select, task_instances
+    from agent_runtime.simphone.tasks import make_task, select, task_instances
 
     if options.split not in ("train", "test", "all"):
         raise ConfigError(f"unknown split {options.split!r}", hint="use train, test or all")
@@ -99,12 +102,15 @@ def write_demos(
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     report = DemoReport()
-    tasks = task_instances(
-        select(options.tasks),
-        split=options.split,  # type: ignore[arg-type]  # checked above
-        episodes=options.episodes,
-        seed=options.seed,
-    )
+    if options.instances is not None:
+        tasks = [make_task(name, seed) for name, seed in options.instances]
+    else:
+        tasks = task_instances(
+            select(options.tasks),
+            split=options.split,  # type: ignore[arg-type]  # checked above
+            episodes=options.episodes,
+            seed=options.seed,
+        )
     for task in tasks:
         key = f"{task.name}/{task.seed}"
         report.episodes += 1

@@ -1,0 +1,179 @@
+"""``agent-runtime evolve``: the self-evolving loop, one resumable command.
+
+Each iteration plays the current role model on SimPhone train instances, filters what it did
+(task checker, optional step/trajectory critics), adds hint-guided demonstrations of what it
+failed, fine-tunes from the current adapter, optionally runs online RL, and evaluates the result
+on held-out instances; the result replaces the current model only if a paired test says it is
+better. See :mod:`agent_runtime.trainers.evolve.pipeline` for the output layout.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from agent_runtime.cli import guarded
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    @guarded
+    def evolve(
+        out: Annotated[Path, typer.Option("--out", help="Output directory (iterations, reports, best/).")],
+        config: Annotated[
+            Path | None,
+            typer.Option("--config", "-c", help="Runtime config (TOML); default: the offline demo model's."),
+        ] = None,
+        model: Annotated[
+            str | None,
+            typer.Option("--model", help="The [models.NAME] entry to evolve (default: the --role's)."),
+        ] = None,
+        role: Annotated[
+            str, typer.Option("--role", help="Roles trained by SFT, comma-separated; they share --model.")
+        ] = "manager,worker",
+        base: Annotated[
+            str | None, typer.Option("--base", help="Start from this model ref instead of the config's.")
+        ] = None,
+        recipe: Annotated[
+            str,
+            typer.Option("--recipe", help="self-evolve (Mobile-Agent-v3) or mobilerl (SFT -> IRR -> DGRPO)."),
+        ] = "self-evolve",
+        iterations: Annotated[int, typer.Option("--iterations", min=1, help="Iterations in total.")] = 1,
+        tasks: Annotated[
+            str | None, typer.Option("--tasks", help="SimPhone templates to train on: globs or re:REGEX.")
+        ] = None,
+        train_episodes: Annotated[
+            int, typer.Option("--train-episodes", min=1, help="Train instances per template per iteration.")
+        ] = 4,
+        eval_tasks: Annotated[
+            str | None, typer.Option("--eval-tasks", help="Held-out templates (default: --tasks).")
+        ] = None,
+        eval_episodes: Annotated[
+            int, typer.Option("--eval-episodes", min=1, help="Held-out (test split) instances per template.")
+        ] = 5,
+        workers: Annotated[int, typer.Option("--workers", min=1, help="Episodes played at once.")] = 3,
+        rollout_temperature: Annotated[
+            float | None, typer.Option("--rollout-temperature", help="Sampling temperature of the rollouts.")
+        ] = None,
+        critic_model: Annotated[
+            str | None,
+            typer.Option("--critic-model", help="[models.NAME] of the step and trajectory critics."),
+        ] = None,
+        hints: Annotated[
+            bool, typer.Option("--hints/--no-hints", help="Hint-guided rejection sampling on failed tasks.")
+        ] = True,
+        hint_samples: Annotated[
+            int, typer.Option("--hint-samples", min=1, help="Replies per hinted call.")
+        ] = 2,
+        hint_fallback: Annotated[
+            str, typer.Option("--hint-fallback", help="oracle (keep the demonstration) or drop.")
+        ] = "oracle",
+        sft_lr: Annotated[float, typer.Option("--sft-lr", help="SFT learning rate.")] = 1e-4,
+        sft_epochs: Annotated[float, typer.Option("--sft-epochs", help="SFT passes over the data.")] = 1.0,
+        sft_max_steps: Annotated[
+            int, typer.Option("--sft-max-steps", help="SFT optimizer steps (-1: use --sft-epochs).")
+        ] = -1,
+        sft_batch_size: Annotated[int, typer.Option("--sft-batch-size", min=1, help="SFT batch size.")] = 4,
+        max_samples: Annotated[
+            int | None, typer.Option("--max-samples", min=1, help="Cap on SFT rows per role.")
+        ] = None,
+        rl: Annotated[str, typer.Option("--rl", help="Online RL after SFT: none, dgrpo or trpo.")] = "none",
+        rl_role: Annotated[str, typer.Option("--rl-role", help="The role online RL trains.")] = "worker",
+        rl_iterations: Annotated[
+            int, typer.Option("--rl-iterations", min=1, help="Online RL iterations per evolve iteration.")
+        ] = 1,
+        group_size: Annotated[int, typer.Option("--group-size", min=2, help="Online RL group size G.")] = 4,
+        rl_lr: Annotated[float, typer.Option("--rl-lr", help="Online RL learning rate.")] = 1e-5,
+        rl_episodes: Annotated[
+            int, typer.Option("--rl-episodes", min=1, help="Train instances per template in online RL.")
+        ] = 1,
+        promote_alpha: Annotated[
+            float,
+            typer.Option(
+                "--promote-alpha", help="Promote when the paired one-sided p-value is at most this."
+            ),
+        ] = 0.2,
+        seed: Annotated[
+            int, typer.Option("--seed", min=0, help="Seeds instances, sampling and training.")
+        ] = 0,
+        resume: Annotated[
+            bool, typer.Option("--resume", help="Continue after the last finished stage.")
+        ] = False,
+        overwrite: Annotated[
+            bool, typer.Option("--overwrite", help="Replace an earlier run in --out.")
+        ] = False,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Print the final report as one JSON object.")
+        ] = False,
+    ) -> None:
+        """Evolve a role model: rollouts -> filters -> hint-guided SFT -> (RL) -> held-out eval -> promote."""
+        from pydantic import ValidationError
+
+        from agent_runtime.cli.distill import _Progress
+        from agent_runtime.config import load_config
+        from agent_runtime.demo_model import demo_config
+        from agent_runtime.errors import ConfigError
+        from agent_runtime.trainers.evolve import Evolution, EvolveOptions
+
+        try:
+            opts = EvolveOptions.model_validate(
+                {
+                    "out": out,
+                    "config": config,
+                    "model": model,
+                    "role": role,
+                    "base": base,
+                    "recipe": recipe,
+                    "iterations": iterations,
+                    "tasks": tasks,
+                    "train_episodes": train_episodes,
+                    "eval_tasks": eval_tasks,
+                    "eval_episodes": eval_episodes,
+                    "workers": workers,
+                    "rollout_temperature": rollout_temperature,
+                    "critic_model": critic_model,
+                    "hints": hints,
+                    "hint_samples": hint_samples,
+                    "hint_fallback": hint_fallback,
+                    "sft_lr": sft_lr,
+                    "sft_epochs": sft_epochs,
+                    "sft_max_steps": sft_max_steps,
+                    "sft_batch_size": sft_batch_size,
+                    "max_samples": max_samples,
+                    "rl": rl,
+                    "rl_role": rl_role,
+                    "rl_iterations": rl_iterations,
+                    "group_size": group_size,
+                    "rl_lr": rl_lr,
+                    "rl_episodes": rl_episodes,
+                    "promote_alpha": promote_alpha,
+                    "seed": seed,
+                    "resume": resume,
+                    "overwrite": overwrite,
+                }
+            )
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "options"
+            raise ConfigError(f"invalid evolve option {where}: {err['msg']}") from None
+        console = Console(stderr=True)
+        progress = _Progress(console)
+        runtime = load_config(config) if config is not None else demo_config()
+        try:
+            state = Evolution(opts, runtime, echo=progress.echo, track=progress.track).run()
+        finally:
+            progress.stop()
+        report = json.loads((opts.out / "report.json").read_text(encoding="utf-8"))
+        if as_json:
+            typer.echo(json.dumps(report))
+            return
+        best = state.best
+        assert best is not None
+        console.print(
+            f"best model: {best.ref} (iteration {best.iteration}); report: {opts.out / 'report.json'}",
+            highlight=False,
+        )

@@ -1,0 +1,100 @@
+"""What ``agent-runtime evolve`` is asked to do: the options, and each recipe's stages.
+
+A *recipe* is the list of stages one iteration runs, in order. Every stage leaves a marker in
+``OUT/iter_NNNN/stages/`` when it finishes, so ``--resume`` re-enters an iteration at the first
+stage without one (:mod:`.pipeline`).
+
+* ``self-evolve`` (Mobile-Agent-v3 §2.2.3, the default): M^(k+1) = Train(M^(k), filter(Rollout(M^(k), Q))).
+  ``rollouts`` of the current role model on train instances → ``critics`` (step and trajectory
+  critics, when a critic model is named) → ``hints`` (hint-guided rejection sampling on the tasks
+  every rollout failed) → ``sft`` from the current adapter on the filtered rollouts, the hinted
+  demonstrations and the data carried over from iterations that were not promoted → ``rl``
+  (optional online DGRPO/TRPO) → ``eval`` on held-out instances → ``promote``.
+* ``mobilerl`` (MobileRL §4): the first iteration is its chain — ``demos`` (oracle demonstrations
+  with the reasoning removed) → ``sft`` (reasoning-free SFT) → ``irr`` (Iterative Reasoning
+  Refinement) → ``rl`` (DGRPO) → ``eval`` → ``promote``; later iterations are more DGRPO.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+Recipe = Literal["self-evolve", "mobilerl"]
+Stage = Literal["rollouts", "critics", "hints", "demos", "sft", "irr", "rl", "eval", "promote"]
+
+
+class EvolveOptions(BaseModel):
+    """Every option of ``agent-runtime evolve`` (the CLI maps its flags one to one)."""
+
+    out: Path = Field(description="output directory: iterations, reports, the promoted adapter")
+    config: Path | None = Field(None, description="runtime config (TOML); None: the demo model's")
+    model: str | None = Field(
+        None, description="the [models.NAME] entry to evolve (default: the model of the first --role)"
+    )
+    role: str = Field("manager,worker", description="roles trained by SFT; they must share --model")
+    base: str | None = Field(None, description="the start (model ref); None: the config's model")
+    recipe: Recipe = "self-evolve"
+    iterations: int = Field(1, ge=1, description="iterations in total (--resume counts on)")
+    tasks: str | None = Field(None, description="SimPhone templates to train on (glob, re:REGEX); None: all")
+    train_episodes: int = Field(4, ge=1, description="train instances per template per iteration")
+    eval_tasks: str | None = Field(None, description="held-out templates (default: --tasks)")
+    eval_episodes: int = Field(5, ge=1, description="held-out instances per template (test split)")
+    workers: int = Field(3, ge=1, description="episodes played at once (threads share one engine)")
+    rollout_temperature: float | None = Field(
+        None, ge=0.0, le=2.0, description="sampling temperature of the rollouts (None: the model's own)"
+    )
+    critic_model: str | None = Field(
+        None, description="[models.NAME] of the step and trajectory critics (None: the task checker only)"
+    )
+    hints: bool = Field(True, description="hint-guided rejection sampling for tasks every rollout failed")
+    hint_samples: int = Field(2, ge=1, description="replies sampled per hinted call")
+    hint_fallback: Literal["oracle", "drop"] = Field(
+        "oracle", description="a hinted call with no verified reply keeps the oracle's reply, or is dropped"
+    )
+    sft_lr: float = Field(1e-4, gt=0.0, description="SFT learning rate (continued from the current adapter)")
+    sft_epochs: float = Field(1.0, gt=0.0, description="SFT passes over the iteration's data")
+    sft_max_steps: int = Field(-1, description="SFT optimizer steps (-1: use --sft-epochs)")
+    sft_batch_size: int = Field(4, ge=1, description="SFT batch size")
+    max_samples: int | None = Field(None, ge=1, description="cap on SFT rows per role per iteration")
+    rl: Literal["none", "dgrpo", "trpo"] = Field("none", description="online RL after SFT")
+    rl_role: str = Field("worker", description="the role online RL trains (one role)")
+    rl_iterations: int = Field(1, ge=1, description="online RL iterations per evolve iteration")
+    group_size: int = Field(4, ge=2, description="G: rollouts per task instance in online RL")
+    rl_lr: float = Field(1e-5, gt=0.0, description="online RL learning rate")
+    rl_episodes: int = Field(1, ge=1, description="train instances per template in online RL")
+    promote_alpha: float = Field(
+        0.2,
+        gt=0.0,
+        le=1.0,
+        description="promote when gains > losses and the one-sided paired p-value ≤ this (1.0: any net gain)",
+    )
+    seed: int = Field(0, ge=0, description="seeds the instances, the sampling and the training")
+    resume: bool = Field(False, description="continue after the last finished stage")
+    overwrite: bool = Field(False, description="delete an earlier evolve run in --out first")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mobilerl_ends_in_dgrpo(cls, data: Any) -> Any:
+        """MobileRL's chain ends in DGRPO: its recipe runs it unless --rl names another method."""
+        if isinstance(data, dict) and data.get("recipe") == "mobilerl" and data.get("rl") in (None, "none"):
+            return {**data, "rl": "dgrpo"}
+        return data
+
+    def roles(self) -> list[str]:
+        return [r.strip() for r in self.role.split(",") if r.strip()]
+
+    def stages(self, iteration: int) -> list[Stage]:
+        """The stages of ``iteration`` (≥ 1) under the recipe (module docstring)."""
+        rl: list[Stage] = [] if self.rl == "none" else ["rl"]
+        if self.recipe == "mobilerl":
+            first: list[Stage] = ["demos", "sft", "irr"] if iteration == 1 else []
+            return [*first, *rl, "eval", "promote"]
+        critics: list[Stage] = ["critics"] if self.critic_model else []
+        hints: list[Stage] = ["hints"] if self.hints else []
+        return ["rollouts", *critics, *hints, "sft", *rl, "eval", "promote"]
+
+    def held_out_tasks(self) -> str | None:
+        return self.eval_tasks if self.eval_tasks is not None else self.tasks
