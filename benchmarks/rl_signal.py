@@ -108,6 +108,7 @@ def evaluate(model_ref: str, args: argparse.Namespace, runs_dir: Path, split: st
 #: ``replay_injected``.
 MECHANISMS = (
     "active_tasks",
+    "cooling_tasks",
     "malformed_rate",
     "spa_adjusted",
     "replayed",

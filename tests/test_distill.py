@@ -134,7 +134,7 @@ def test_dpo_from_an_sft_output_uses_it_as_reference(runs, tiny_vlm_dir, tmp_pat
         source = f"--tasks ClockReachTab --runs-dir {runs} --base {sft} --out {out}"
         res = distill(
             f"--role worker --method dpo {source} {mode} --max-steps 1 --max-candidates 1 "
-            f"--max-samples 2 --batch-size 2 {SMALL}"
+            f"--max-samples 2 --batch-size 2 --max-new-tokens 32 {SMALL}"
         )
         assert res.exit_code == 0, res.output
         m = read_manifest(out)
@@ -143,6 +143,9 @@ def test_dpo_from_an_sft_output_uses_it_as_reference(runs, tiny_vlm_dir, tmp_pat
         assert m.data.train_rows == 2 and m.training.steps == 1
         assert m.training.extra["trace_pairs"] == 0 and m.training.extra["simphone"]["states"] == 3
         assert m.training.extra["simphone"]["pairs"] and (out / "data" / "screens").is_dir()
+        # by default the SFT model regenerates each golden state twice (--regenerations 2)
+        assert sum(m.training.extra["simphone"]["policy_replies"].values()) >= 3
+        assert sum(m.data.extra["rejected_source"].values()) == 2
         # the reference is the SFT model itself: at the first step policy == reference, so the loss is log 2
         assert m.training.losses[0].loss == pytest.approx(0.693147, abs=1e-4), mode
 

@@ -82,7 +82,9 @@ def test_action_only_drops_the_thought_and_still_parses() -> None:
     stripped = action_only(reply)
     assert stripped is not None and "Target" not in stripped
     parsed = parse_worker(stripped)
-    assert parsed.raw_action == {"action": "click", "index": 4} and parsed.description == "Open the alarms tab"
+    assert (
+        parsed.raw_action == {"action": "click", "index": 4} and parsed.description == "Open the alarms tab"
+    )
     assert action_only("### Thought ###\nno action here") is None
 
 
@@ -116,5 +118,109 @@ def test_evolve_refuses_roles_that_do_not_share_the_model(tmp_path: Path, tiny_l
     with pytest.raises(ConfigError, match="does not run on the evolved model"):
         Evolution(EvolveOptions(out=tmp_path / "ev"), runtime)
     server = runtime.model_copy(update={"models": {"tiny": ModelConfig(base_url="http://x/v1", model="m")}})
-    with pytest.raises(ConfigError, match="names a server"):
+    with pytest.raises(ConfigError, match="is served at http://x/v1"):
         Evolution(EvolveOptions(out=tmp_path / "ev", role="manager"), server)
+
+
+@pytest.mark.train
+def test_evolve_end_to_end_with_the_tiny_model_and_resume(tmp_path: Path, tiny_lm_dir: Path) -> None:
+    """One iteration of the whole loop on SimPhone, then ``--resume`` to a second: the untrained
+    tiny model fails its rollout, so the failed instance gets oracle demonstrations and
+    hint-guided sampling (falling back to the oracle's replies), SFT continues from the model on
+    them, the candidate is evaluated on the start's held-out instances and, with no paired gain,
+    not promoted; its data is carried into iteration 2."""
+    from typer.testing import CliRunner
+
+    from agent_runtime.cli import app
+    from agent_runtime.trainers.evolve import EvolveState
+
+    runtime = _tiny_runtime(tiny_lm_dir, tmp_path / "runs")
+    out = tmp_path / "evolve"
+    opts = {
+        "out": out,
+        "tasks": "ClockReachTab",
+        "train_episodes": 1,
+        "eval_episodes": 2,
+        "workers": 1,
+        "hint_samples": 1,
+        "sft_max_steps": 2,
+        "sft_batch_size": 2,
+    }
+    lines: list[str] = []
+    state = Evolution(EvolveOptions(**opts), runtime, echo=lines.append).run()
+    it1 = out / "iter_0001"
+    stages = ["rollouts", "hints", "sft", "eval", "promote"]
+    assert sorted(p.stem for p in (it1 / "stages").glob("*.json")) == sorted(stages)
+    rollouts = EvalReport.model_validate_json((it1 / "rollouts.json").read_text())
+    assert rollouts.split == "train" and rollouts.successes == 0
+    hints = json.loads((it1 / "stages" / "hints.json").read_text())
+    assert hints["failed_instances"] == 1 and hints["demos"] == 1
+    assert hints["hints"]["calls"] > 0 and hints["hints"]["fell_back"] + hints["hints"]["verified"] > 0
+    sft = json.loads((it1 / "stages" / "sft.json").read_text())
+    assert sft["output"] == str(it1 / "sft") and sft["train_rows"] > 0
+    assert (it1 / "sft" / "adapter_model.safetensors").exists()
+    start = EvalReport.model_validate_json((out / "iter_0000" / "eval.json").read_text())
+    candidate = EvalReport.model_validate_json((it1 / "eval.json").read_text())
+    assert [(r.task, r.seed) for r in start.results] == [(r.task, r.seed) for r in candidate.results]
+    assert len({r.seed for r in start.results}) == 2 and start.split == "test"
+    decision = state.decisions[0]
+    assert not decision.promoted and decision.paired is not None and decision.paired.pairs == 2
+    assert state.best is not None and state.best.iteration == 0  # the start stays the model to beat
+    assert len(state.carried) == sft["runs"] > 0  # not promoted: the data is carried over
+    manifest = json.loads((it1 / "manifest.json").read_text())
+    assert manifest["candidate"] == str(it1 / "sft") and manifest["decision"]["promoted"] is False
+    report = json.loads((out / "report.json").read_text())
+    assert [r["iteration"] for r in report["rows"]] == [0, 1]
+    assert any("kept the previous model" in line for line in lines)
+
+    # A fresh run refuses to mix with this one; --resume with more iterations continues.
+    with pytest.raises(ConfigError, match="already holds an evolve run"):
+        Evolution(EvolveOptions(**opts), runtime)
+    marker = (it1 / "stages" / "sft.json").stat().st_mtime_ns
+    config = tmp_path / "tiny.toml"
+    config.write_text(
+        f"""
+[models.tiny]
+model = "transformers:{tiny_lm_dir}"
+observation = "ui_tree"
+prompts = "compact"
+temperature = 0.0
+max_tokens = 6
+retries = 0
+[roles.manager]
+model = "tiny"
+[roles.worker]
+model = "tiny"
+[roles.reflector]
+enabled = false
+[roles.notetaker]
+enabled = false
+[roles.rag]
+enabled = false
+[graph]
+max_steps = 2
+reask = 0
+""",
+        encoding="utf-8",
+    )
+    args = [
+        "evolve",
+        "--config",
+        str(config),
+        "--out",
+        str(out),
+        "--tasks",
+        "ClockReachTab",
+        "--iterations",
+        "2",
+    ]
+    args += ["--train-episodes", "1", "--eval-episodes", "2", "--workers", "1", "--hint-samples", "1"]
+    args += ["--sft-max-steps", "2", "--sft-batch-size", "2", "--resume", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout.strip().splitlines()[-1])["rows"][-1]["iteration"] == 2
+    assert (it1 / "stages" / "sft.json").stat().st_mtime_ns == marker  # iteration 1 was not redone
+    again = EvolveState.model_validate_json((out / "evolve.json").read_text())
+    assert [d.iteration for d in again.decisions] == [1, 2]
+    sft2 = json.loads((out / "iter_0002" / "stages" / "sft.json").read_text())
+    assert sft2["carried_runs"] == sft["runs"]  # iteration 1's data trained on again

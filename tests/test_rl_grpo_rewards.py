@@ -193,6 +193,22 @@ def test_config_defaults_come_from_the_papers(tmp_path: Path) -> None:
         assert all(f.description for f in cls.model_fields.values()), cls.__name__
 
 
+def test_grpo_config_pins_plain_k3_kl_and_the_advantage_epsilon(tmp_path: Path) -> None:
+    """TRL 1.16 divides by std + 1e-4; ε = 1e-6 needs rewards × c = 1e-4/1e-6 = 100, so the
+    weights (0.4, 0.3, 0.3) become (40, 30, 30): (100r − 100μ)/(100σ + 1e-4) = (r − μ)/(σ + 1e-6).
+    The KL is the plain k3 (no importance-ratio factor), as in the TRL Hi-Agent used."""
+    import trl
+
+    high = trl.GRPOConfig(**GRPOConfig(base="m", output_dir=tmp_path, advantage_epsilon=1e-6).trl_kwargs())
+    assert high.reward_weights == pytest.approx([40.0, 30.0, 30.0])
+    assert high.multi_objective_aggregation == "sum_then_normalize"
+    assert high.use_bias_correction_kl is False
+    low = trl.GRPOConfig(**GRPOConfig(base="m", output_dir=tmp_path, level="low").trl_kwargs())
+    assert low.reward_weights == [1.0] and low.use_bias_correction_kl is False  # default ε = TRL's 1e-4
+    with pytest.raises(ValidationError):
+        GRPOConfig(base="m", output_dir=tmp_path, advantage_epsilon=0.0)
+
+
 def test_config_validation(tmp_path: Path) -> None:
     with pytest.raises(ValidationError):
         DGRPOConfig(base="m", output_dir=tmp_path, spa_alpha=1.5)

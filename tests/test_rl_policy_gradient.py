@@ -462,4 +462,4 @@ def test_grpo_config_builds_a_trl_grpo_config(tmp_path: Path) -> None:
     )
     assert trl_cfg.reward_weights == [0.4, 0.3, 0.3] and trl_cfg.scale_rewards == "group"
     low = trl.GRPOConfig(**GRPOConfig(base="m", output_dir=tmp_path, level="low").trl_kwargs())
-    assert low.reward_weights is None and low.scale_rewards == "batch"
+    assert low.reward_weights == [1.0] and low.scale_rewards == "batch"

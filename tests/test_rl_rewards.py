@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,9 @@ from agent_runtime.trainers.online.advantages import (
     trpo_advantages,
 )
 from agent_runtime.trainers.online.rewards import spa_rewards, task_reward
+from agent_runtime.trainers.online.samples import StepTokens, Trajectory
+from agent_runtime.trainers.online.trpo_config import TRPOConfig
+from agent_runtime.trainers.online.trpo_trainer import TRPOMethod
 
 # -- TRPO R(τ) ----------------------------------------------------------------------------------
 
@@ -145,6 +149,41 @@ def test_trpo_advantages_format_penalty_and_constant_rewards() -> None:
         [1.3416408, 0.4472136, -1.3416408, -0.4472136]
     )
     assert trpo_advantages([0.0, 0.0], RunningStats(), epsilon=0.0) == [0.0, 0.0]
+
+
+def test_trpo_advantages_count_only_new_observations() -> None:
+    """Batch 1 [1, 0, 0, 1] as before. Batch 2 is [1, 0]: a replayed success next to a fresh
+    failure, out of a fresh all-failure group [0, 0]. The statistics take [0, 0] (observed), not
+    [1, 0]: over [1,0,0,1,0,0] mean 1/3, var (2·4/9 + 4·1/9)/6 = 2/9, std √2/3
+    → (1 − 1/3)/(√2/3) = √2 = 1.4142 and (0 − 1/3)/(√2/3) = −1/√2 = −0.7071."""
+    stats = RunningStats()
+    trpo_advantages([1, 0, 0, 1], stats, epsilon=0.0)
+    advs = trpo_advantages([1, 0], stats, observed=[0, 0], epsilon=0.0)
+    assert advs == pytest.approx([math.sqrt(2), -1 / math.sqrt(2)])
+    assert (stats.count, stats.mean) == (6, pytest.approx(1 / 3))
+
+
+def _trajectory(success: bool) -> Trajectory:
+    step = StepTokens(prompt_ids=(1, 2), completion_ids=(5, 3), behaviour_logprobs=(-0.5, -0.1))
+    return Trajectory("a", [step], success)
+
+
+def test_trpo_injected_success_is_not_counted_again(tmp_path: Path) -> None:
+    """Iteration 1, task a: [S, F] → statistics over [1, 0]: mean .5, std .5 → A = ±1; S is stored.
+    Iteration 2: [F, F] all fail → one F is replaced by the stored S (replay_injected 1). The
+    statistics see the two fresh failures: [1, 0, 0, 0], mean 1/4, var (9/16 + 3/16)/4 = 3/16,
+    std √3/4 → the replayed S gets (3/4)/(√3/4) = √3 = 1.7321, the kept F −(1/4)/(√3/4) = −0.5774.
+    Counting the injected S again would give [1, 0, 1, 0]: mean .5, A = ±1."""
+    method = TRPOMethod(TRPOConfig(base="m", output_dir=tmp_path, advantage_epsilon=0.0))
+    method.build_batch({"a": [_trajectory(True), _trajectory(False)]}, 1)
+    batch, metrics = method.build_batch({"a": [_trajectory(False), _trajectory(False)]}, 2)
+    assert metrics["replay_injected"] == 1
+    assert (method.stats.count, metrics["reward_running_mean"]) == (4, pytest.approx(0.25))
+    assert metrics["reward_running_std"] == pytest.approx(math.sqrt(3) / 4)
+    replay = next(t for t in batch if t.is_replay)
+    kept = next(t for t in batch if not t.is_replay)
+    assert (replay.reward, replay.adv()) == (1.0, pytest.approx(math.sqrt(3)))
+    assert (kept.reward, kept.adv()) == (0.0, pytest.approx(-1 / math.sqrt(3)))
 
 
 # -- DGRPO (MobileRL eq. 2–3) --------------------------------------------------------------------

@@ -23,13 +23,15 @@ def test_rl_fields_only_when_the_model_returned_them() -> None:
         "logprobs": [{"token": "a", "logprob": -0.5}, {"token": "b", "logprob": -1.0}],
         "finish_reason": "length",
     }
-    rl = rl_fields(AIMessage(content="ab", response_metadata=meta))["rl"]
+    rl = rl_fields(AIMessage(content="ab", response_metadata=meta), {"temperature": 0.9, "seed": 4})["rl"]
     assert rl == {
         "prompt_token_ids": [1, 2, 3],
         "token_ids": [5, 6],
         "logprobs": [-0.5, -1.0],
         "finish_reason": "length",
         "truncated": True,
+        "temperature": 0.9,
+        "seed": 4,
     }
 
 
@@ -83,6 +85,7 @@ def test_in_process_rollout_records_tokens_logprobs_and_rebuilds_pixels(
     for call, step in zip(worker_calls, traj.steps, strict=True):
         rl = call["extra"]["rl"]
         assert call["model"] == "policy-v0000"  # the policy version is what the trace names
+        assert rl["temperature"] == step.temperature == 1.0
         assert len(rl["token_ids"]) == len(rl["logprobs"]) == len(step.completion_ids)
         assert tuple(rl["prompt_token_ids"]) == step.prompt_ids
         grid = step.multimodal["image_grid_thw"]

@@ -139,8 +139,8 @@ def test_expert_reports_what_it_could_not_find():
 
 
 def test_distinct_instances_of_a_template_are_different_tasks() -> None:
-    """With ``distinct``, seeds whose parameters repeat an earlier seed's are skipped (SettingsReachPage's parameter
-    space is small: its first test seeds repeat "Go to the Wi-Fi page")."""
+    """With ``distinct``, seeds whose parameters repeat an earlier seed's are skipped
+    (SettingsReachPage's parameter space is small: its first test seeds repeat "Go to the Wi-Fi page")."""
     from agent_runtime.simphone.tasks.registry import make_task, split_of
 
     tasks = task_instances(["SettingsReachPage"], split="test", episodes=8, seed=0, distinct=True)

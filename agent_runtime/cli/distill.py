@@ -196,6 +196,24 @@ def register(app: typer.Typer) -> None:
                 help="DPO: pair trace FAILURE steps with later SUCCESS ones.",
             ),
         ] = True,
+        regenerations: Annotated[
+            int | None,
+            typer.Option(
+                "--regenerations",
+                min=0,
+                max=16,
+                help="DPO: replies the SFT agent samples per golden state; those worse than golden are "
+                "rejected sides (default 2; 0: only the page's action space).",
+            ),
+        ] = None,
+        regeneration_model: Annotated[
+            str | None,
+            typer.Option(
+                "--regeneration-model",
+                help="DPO: the SFT agent that regenerates: model dir, distill output or "
+                "http(s)://HOST/v1[#name] (default: the base).",
+            ),
+        ] = None,
         k: Annotated[int | None, typer.Option("--k", help="IRR: replies sampled per expert step.")] = None,
         rounds: Annotated[int | None, typer.Option("--rounds", help="IRR: rounds at most.")] = None,
         min_improvement: Annotated[
@@ -203,11 +221,16 @@ def register(app: typer.Typer) -> None:
             typer.Option("--min-improvement", help="IRR: match-rate gain below which rounds stop."),
         ] = None,
         temperature: Annotated[
-            float | None, typer.Option("--temperature", help="IRR, trpo, dgrpo, grpo: sampling temperature.")
+            float | None,
+            typer.Option(
+                "--temperature", help="IRR, dpo regenerations, trpo, dgrpo, grpo: sampling temperature."
+            ),
         ] = None,
         max_new_tokens: Annotated[
             int | None,
-            typer.Option("--max-new-tokens", help="IRR, trpo, dgrpo, grpo: longest sampled reply."),
+            typer.Option(
+                "--max-new-tokens", help="IRR, dpo regenerations, trpo, dgrpo, grpo: longest sampled reply."
+            ),
         ] = None,
         coords: Annotated[
             str,
@@ -316,6 +339,15 @@ def register(app: typer.Typer) -> None:
                 "--coord-epsilon", help="grpo: largest normalised distance of a matching point (0.002)."
             ),
         ] = None,
+        subgoal_filter: Annotated[
+            str | None,
+            typer.Option(
+                "--subgoal-filter",
+                help="grpo --alternate: which manager subgoals the worker also trains on: env (those "
+                "the worker already executes as the oracle action, default) or none (all well-formed: the "
+                "paper).",
+            ),
+        ] = None,
         resume: Annotated[
             bool,
             typer.Option("--resume", help="trpo/dgrpo/grpo: continue after the last finished iteration."),
@@ -329,6 +361,7 @@ def register(app: typer.Typer) -> None:
 
         from agent_runtime.errors import ConfigError
         from agent_runtime.trainers.data.filters.pipeline import FILTER_NAMES, FilterSettings
+        from agent_runtime.trainers.data.regenerate import RegenerationOptions
         from agent_runtime.trainers.data.worker_prompts import PromptSettings
         from agent_runtime.trainers.distill import ENV_METHODS, DataOptions, check_method, check_role
         from agent_runtime.trainers.distill import distill as run_distill
@@ -404,6 +437,18 @@ def register(app: typer.Typer) -> None:
                 split=split,
                 max_candidates=max_candidates,
                 trace_pairs=trace_pairs,
+                regenerate=RegenerationOptions(
+                    **{
+                        k_: v
+                        for k_, v in {
+                            "k": regenerations,
+                            "model": regeneration_model,
+                            "temperature": temperature,
+                            "max_tokens": max_new_tokens,
+                        }.items()
+                        if v is not None and method == "dpo"
+                    }
+                ),
                 prompt=prompt,
                 rl=rl,
                 overwrite=overwrite,
@@ -445,6 +490,7 @@ def register(app: typer.Typer) -> None:
             "low_level": low_level,
             "judge_model": judge_model,
             "coord_epsilon": coord_epsilon,
+            "subgoal_filter": subgoal_filter,
         }
         train_config = build_config(method, common, extra)
         console = Console(stderr=True)

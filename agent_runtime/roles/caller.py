@@ -10,6 +10,7 @@ a run. Failures of the model *endpoint* are infrastructure errors and raise :cla
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -142,7 +143,10 @@ class RoleCaller:
         error = ""
         completion = ""
         for attempt in range(self.reask + 1):
-            reply, latency_ms, model_name = self._invoke(messages, step=step, attempt=attempt)
+            sampling = self.sampling(attempt)
+            reply, latency_ms, model_name = self._invoke(
+                messages, step=step, attempt=attempt, sampling=sampling
+            )
             completion = message_text(reply)
             call_usage = _usage(reply)
             total_ms += latency_ms
@@ -168,7 +172,9 @@ class RoleCaller:
                         parse_error=None if parsed is not None else error,
                         latency_ms=latency_ms,
                         usage=call_usage,
-                        extra=dict(extra or {}) | rl_fields(reply) | reply_labels(reply),
+                        extra=dict(extra or {})
+                        | rl_fields(reply, self._used(sampling))
+                        | reply_labels(reply),
                     )
                 )
             if parsed is not None:
@@ -203,18 +209,39 @@ class RoleCaller:
             )
         return text
 
+    def sampling(self, attempt: int) -> dict[str, Any]:
+        """What attempt ``attempt`` changes in the chat model's sampling (nothing for the first).
+
+        A re-ask samples at ``reask_temperature`` when the model config sets one (a greedy
+        model asked again would answer the same). Its seed: when the chat model has its own
+        seed, one derived from it and the attempt (:func:`reask_seed`) — the rollouts of an RL
+        group each have their own sampling seed, so each re-asks with its own random stream
+        instead of all replaying one; otherwise the attempt number, so that a re-run of the same
+        episode re-asks the same way.
+        """
+        own_seed = getattr(self.chat_model, "seed", None)
+        reask_temperature = self.model_config.reask_temperature
+        if attempt == 0 or (own_seed is None and reask_temperature is None):
+            return {}
+        out: dict[str, Any] = {"seed": attempt if own_seed is None else reask_seed(own_seed, attempt)}
+        if reask_temperature is not None:
+            out["temperature"] = reask_temperature
+        return out
+
+    def _used(self, sampling: dict[str, Any]) -> dict[str, Any]:
+        """The temperature and seed a call sampled with: its overrides, else the chat model's."""
+        return {
+            key: sampling.get(key, getattr(self.chat_model, key, None)) for key in ("temperature", "seed")
+        }
+
     def _invoke(
-        self, messages: list[BaseMessage], *, step: int, attempt: int
+        self, messages: list[BaseMessage], *, step: int, attempt: int, sampling: dict[str, Any] | None = None
     ) -> tuple[BaseMessage, float, str]:
         config = {
             "tags": [f"role:{self.role}"],
             "metadata": {"agent_runtime_role": self.role, "agent_runtime_step": step, "attempt": attempt},
         }
-        model: Any = self.chat_model
-        reask_temperature = self.model_config.reask_temperature
-        if attempt > 0 and reask_temperature is not None:
-            # Seeded by the attempt number, so a re-run of the same episode re-asks the same way.
-            model = model.bind(temperature=reask_temperature, seed=attempt)
+        model: Any = self.chat_model.bind(**sampling) if sampling else self.chat_model
         start = time.perf_counter()
         try:
             reply = model.invoke(messages, config=config)
@@ -246,7 +273,18 @@ def reply_labels(reply: BaseMessage) -> dict[str, Any]:
     return dict(labels) if isinstance(labels, dict) else {}
 
 
-def rl_fields(reply: BaseMessage) -> dict[str, Any]:
+def reask_seed(seed: int, attempt: int) -> int:
+    """The sampling seed of re-ask ``attempt`` of a chat model seeded with ``seed``: a hash of
+    both (31 bits), so no two rollouts' or attempts' streams coincide by arithmetic accident.
+
+    >>> reask_seed(7, 1) == reask_seed(7, 1) != reask_seed(8, 1)
+    True
+    """
+    digest = hashlib.sha256(f"{seed}/reask/{attempt}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def rl_fields(reply: BaseMessage, sampling: dict[str, Any] | None = None) -> dict[str, Any]:
     """What online RL needs from a reply, when the model was asked for it (else nothing).
 
     A chat model built with ``logprobs=True, return_token_ids=True`` (vLLM's fields, also
@@ -254,6 +292,9 @@ def rl_fields(reply: BaseMessage) -> dict[str, Any]:
     ids as the server tokenised them (image placeholders expanded), the completion's token ids
     and each sampled token's log-probability. They are kept under ``extra["rl"]`` — log-probs as
     plain floats — with the finish reason; ``truncated`` flags a reply cut by ``max_tokens``.
+    ``sampling`` is the ``temperature`` and ``seed`` the call actually sampled with (a re-ask
+    may differ from the model's own, :meth:`RoleCaller.sampling`): the trainer keeps out of the
+    loss a call sampled at another temperature than the one its loss assumes.
     """
     meta = getattr(reply, "response_metadata", None) or {}
     if meta.get("token_ids") is None and meta.get("logprobs") is None:
@@ -267,6 +308,8 @@ def rl_fields(reply: BaseMessage) -> dict[str, Any]:
             "logprobs": None if logprobs is None else [float(e["logprob"]) for e in logprobs],
             "finish_reason": finish,
             "truncated": finish == "length",
+            "temperature": (sampling or {}).get("temperature"),
+            "seed": (sampling or {}).get("seed"),
         }
     }
 

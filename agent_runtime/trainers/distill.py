@@ -30,6 +30,7 @@ from agent_runtime.trainers.artifacts import (
 )
 from agent_runtime.trainers.base_config import TrainConfig
 from agent_runtime.trainers.data.filters.pipeline import FilterSettings
+from agent_runtime.trainers.data.regenerate import RegenerationOptions
 from agent_runtime.trainers.data.samples import TRAINABLE_ROLES
 from agent_runtime.trainers.data.worker_prompts import PromptSettings
 from agent_runtime.trainers.dpo_config import DPOConfig
@@ -67,6 +68,10 @@ class DataOptions(BaseModel):
     )
     trace_pairs: bool = Field(
         True, description="DPO: also pair FAILURE steps with later SUCCESS steps in traces"
+    )
+    regenerate: RegenerationOptions = Field(
+        default_factory=RegenerationOptions,
+        description="DPO: the SFT agent's replies at golden states as rejected sides",
     )
     prompt: PromptSettings = Field(default_factory=PromptSettings, description="Worker prompt settings")
     rl: RLOptions | None = Field(None, description="RL (trpo, dgrpo, grpo): environment and iterations")
@@ -146,8 +151,13 @@ def distill(
     *,
     track: Track | None = None,
     echo: Echo | None = None,
+    runtime: Any = None,
 ) -> Manifest:
-    """Build the data, train, save the model and ``manifest.json``; return the manifest."""
+    """Build the data, train, save the model and ``manifest.json``; return the manifest.
+
+    ``runtime`` (a :class:`~agent_runtime.config.RuntimeConfig`) configures the other roles of
+    online RL's rollouts in code, instead of ``--config``'s file (``evolve`` passes its own).
+    """
     check_method(method)
     check_role(config.role, method)
     check_sources(method, data)
@@ -170,7 +180,10 @@ def distill(
     runner = RUNNERS.get(method)
     if runner is None:
         raise ConfigError(f"training method {method!r} is listed but has no runner in this build")
-    summary, training, extra = runner(config, resolved, data, track, echo)
+    if method in RL_METHODS:
+        summary, training, extra = _run_rl(method, config, resolved, data, track, echo, runtime=runtime)
+    else:
+        summary, training, extra = runner(config, resolved, data, track, echo)
     kind: Literal["lora", "full"] = "lora" if config.lora else "full"
     manifest = Manifest(
         kind=kind,
@@ -272,6 +285,8 @@ def _run_sft(
 def _run_dpo(
     config: TrainConfig, resolved: ResolvedModel, data: DataOptions, track: Track, echo: Echo
 ) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
+    from collections import Counter
+
     from agent_runtime.trainers.data.datasets import build_dpo_dataset
     from agent_runtime.trainers.data.preferences import simphone_pairs, trace_pairs
     from agent_runtime.trainers.dpo_trainer import train_dpo
@@ -299,6 +314,13 @@ def _run_dpo(
         echo(f"trace pairs (FAILURE -> later SUCCESS on the same screen): {len(from_traces)}")
         pairs.extend(from_traces)
     if data.tasks is not None:
+        sampler = None
+        if data.regenerate.k > 0:
+            from agent_runtime.trainers.data.regenerate import PolicySampler
+
+            policy = data.regenerate.model or config.base
+            sampler = PolicySampler.from_ref(policy, data.prompt, data.regenerate, config.seed)
+            echo(f"regenerating golden states with {policy} ({data.regenerate.k} replies each)")
         advance = track("levelling SimPhone actions", None)
         from_phone, stats = simphone_pairs(
             config.output_dir / DATA_DIR,
@@ -308,17 +330,26 @@ def _run_dpo(
             episodes=data.episodes,
             seed=config.seed,
             max_candidates=data.max_candidates,
+            regenerate=sampler,
             on_state=lambda _key: advance(1),
         )
         extra["simphone"] = stats.model_dump()
         echo(f"SimPhone pairs: {stats.pairs} from {stats.states} golden states")
+        echo(f"rejected sides from: {stats.rejected_source}; policy replies: {stats.policy_replies}")
         for key, why in stats.skipped.items():
             echo(f"skipped {key}: {why}")
         pairs.extend(from_phone)
     pairs = _cap(pairs, data.max_samples, config.seed)
     if not pairs:
         raise TrainingError("no preference pairs", hint="add --tasks, or runs with corrected failures")
-    summary = summary.model_copy(update={"max_samples": data.max_samples, "train_rows": len(pairs)})
+    sources = Counter(p.rejected_source for p in pairs)
+    summary = summary.model_copy(
+        update={
+            "max_samples": data.max_samples,
+            "train_rows": len(pairs),
+            "extra": {"rejected_source": dict(sorted(sources.items()))},
+        }
+    )
     advance = track("building the dataset", len(pairs))
     dataset = build_dpo_dataset(pairs, on_row=lambda: advance(1), text_only=_text_only(resolved))
     dpo = config if isinstance(config, DPOConfig) else DPOConfig(**config.model_dump())
@@ -396,7 +427,14 @@ def _run_irr(
 
 
 def _run_rl(
-    method: str, config: TrainConfig, resolved: ResolvedModel, data: DataOptions, track: Track, echo: Echo
+    method: str,
+    config: TrainConfig,
+    resolved: ResolvedModel,
+    data: DataOptions,
+    track: Track,
+    echo: Echo,
+    *,
+    runtime: Any = None,
 ) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
     from agent_runtime.trainers.online.config import OnlineRLConfig
     from agent_runtime.trainers.online.loop import train_online
@@ -410,7 +448,7 @@ def _run_rl(
         f"G = {config.num_generations}, {rollout_workers(data.rl, config.num_generations)} rollout "
         "worker(s), policy " + (f"served at {data.rl.server_url}" if data.rl.server_url else "in-process")
     )
-    return train_online(method, config, data.rl, overwrite=data.overwrite, echo=echo)
+    return train_online(method, config, data.rl, runtime=runtime, overwrite=data.overwrite, echo=echo)
 
 
 # -- grpo ---------------------------------------------------------------------------------------

@@ -12,9 +12,15 @@ prefix on a fresh phone, executing it, and letting the oracle try to finish from
   within the task's step budget;
 * **Incomplete** — it cannot complete it within the budget (or the oracle finds no way);
 * **Invalid** — not in the aligned action space: a tap on empty space or a non-actionable point
-  (:func:`invalid_taps`).
+  (:func:`invalid_taps`), or an action the phone refuses (typing with no field focused, an unknown app).
 
-Each state yields pairs (golden ≻ one candidate of each lower level present).
+**The policy's own mistakes** (§4.3: "we use the SFT agent to regenerate the training split"). With
+a ``regenerate`` sampler (:mod:`agent_runtime.trainers.data.regenerate`), the SFT agent answers each
+golden state's Worker prompt; every distinct reply is levelled (:func:`level_reply`: a reply the
+Worker parser rejects is Invalid) and each one worse than Golden is a rejected side, verbatim
+(``rejected_source="policy"``). Only at states where none of its replies is worse does the page's
+action space supply them: pairs golden ≻ one candidate of each lower level present
+(``rejected_source="action_space"``), which is also every state's pairs without a sampler.
 
 **From traces.** In one run, a Worker step the Reflector judged a FAILURE and a later step on the
 same screen (same screenshot hash) judged a SUCCESS give the pair (later ≻ failed) for the
@@ -29,16 +35,26 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from enum import IntEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agent_runtime.actions import Answer, Terminate, parse_action
+from agent_runtime.actions import Answer, Terminate, parse_action, to_screen
 from agent_runtime.coords import Size
-from agent_runtime.observation import UIElement
+from agent_runtime.errors import ParseError
+from agent_runtime.observation import Observation, UIElement
+from agent_runtime.roles.worker import parse_worker
 from agent_runtime.trainers.data.samples import Sample
 from agent_runtime.trainers.data.worker_prompts import PromptSettings, format_worker_reply, to_model_space
-from agent_runtime.trainers.demos.experts import describe_action, play_expert_episode
+from agent_runtime.trainers.demos.experts import (
+    TOUCH_ACTIONS,
+    ExpertStep,
+    describe_action,
+    play_expert_episode,
+)
+
+if TYPE_CHECKING:
+    from agent_runtime.simphone.tasks import Task
 
 
 class Level(IntEnum):
@@ -60,6 +76,10 @@ class PreferencePair(BaseModel):
     source: Literal["simphone", "trace"]
     chosen_level: str
     rejected_level: str
+    rejected_source: Literal["policy", "action_space", "trace"] = Field(
+        description="where the rejected reply came from: the SFT agent's regeneration, the page's "
+        "action space, or a recorded FAILURE step"
+    )
     state: str = Field(description="task/seed/step or run/step the pair was taken at")
 
     @property
@@ -117,6 +137,23 @@ def invalid_taps(elements: list[UIElement], screen: Size, rng: random.Random, n:
     return [{"action": "click", "coordinate": list(p)} for p in rng.sample(free, min(n, len(free)))]
 
 
+def covered(action: dict[str, Any], elements: list[UIElement], screen: Size) -> bool:
+    """Whether a touch lands on a visible actionable element (any other action: True).
+
+    The counterpart of :func:`invalid_taps` for actions the policy wrote: a tap on empty space
+    is outside the page's action space whatever the phone then does.
+
+    >>> covered({"action": "click", "coordinate": [5, 5]}, [], Size(width=10, height=10))
+    False
+    >>> covered({"action": "system_button", "button": "Back"}, [], Size(width=10, height=10))
+    True
+    """
+    if action.get("action") not in TOUCH_ACTIONS:
+        return True
+    x, y = action["coordinate"]
+    return any(e.actionable and _visible(e, screen) and e.bounds.contains(x, y) for e in elements)
+
+
 # -- levelling by replay ------------------------------------------------------------------------
 
 
@@ -143,13 +180,17 @@ class _Episode:
     def __exit__(self, *exc: object) -> None:
         self.phone.close()
 
+    def execute(self, data: dict[str, Any]) -> bool:
+        """Play one action; False when the phone refuses it (ReachAgent's "cannot be executed")."""
+        action = parse_action(data)
+        if isinstance(action, Answer):
+            self.answer = action.text
+            return True
+        return isinstance(action, Terminate) or self.phone.execute(action).ok
+
     def play(self, actions: list[dict[str, Any]]) -> None:
         for data in actions:
-            action = parse_action(data)
-            if isinstance(action, Answer):
-                self.answer = action.text
-            elif not isinstance(action, Terminate):
-                self.phone.execute(action)
+            self.execute(data)
 
     def success(self) -> bool:
         return self.task.is_successful(self.phone, self.answer) >= 1.0
@@ -174,19 +215,25 @@ def level_of(
 ) -> Level:
     """The level of ``candidate`` at golden state ``t`` (module docstring).
 
-    Equally short flows are found by replaying the rest of the golden flow after the candidate;
-    otherwise the oracle, started afresh from the candidate's resulting state, decides between
-    Longer and Incomplete within what is left of the ``max_steps`` budget.
+    A candidate the phone refuses is Invalid; a ``terminate`` ends the flow, so it is Golden only
+    if the task is already accomplished. Equally short flows are found by replaying the rest of
+    the golden flow after the candidate; otherwise the oracle, started afresh from the candidate's
+    resulting state, decides between Longer and Incomplete within what is left of the
+    ``max_steps`` budget.
     """
     if candidate == golden[t]:
         return Level.GOLDEN
-    spent = _steps(golden[:t]) + 1
+    spent = _steps([*golden[:t], candidate])
     shortest = _steps(golden)
     try:
         with _Episode(task_name, seed) as episode:
-            episode.play([*golden[:t], candidate])
+            episode.play(golden[:t])
+            if not episode.execute(candidate):
+                return Level.INVALID
             if episode.success():
                 return Level.GOLDEN if spent <= shortest else Level.LONGER
+            if candidate.get("action") == "terminate":
+                return Level.INCOMPLETE
             episode.play(golden[t + 1 :])
             if episode.success():
                 return Level.GOLDEN
@@ -200,12 +247,39 @@ def level_of(
     return Level.GOLDEN if spent + extra <= shortest else Level.LONGER
 
 
+def level_reply(
+    reply: str,
+    task_name: str,
+    seed: int,
+    golden: list[dict[str, Any]],
+    t: int,
+    observation: Observation,
+    settings: PromptSettings,
+    max_steps: int,
+) -> Level:
+    """The level of a Worker reply at golden state ``t``: Invalid when the runtime's Worker parser
+    rejects it (a screenshot-only Worker names no element indices) or it taps outside the page's
+    action space, else :func:`level_of` of its action mapped to screen pixels."""
+    try:
+        parsed = parse_worker(reply, indices=False)
+    except (ParseError, ValueError, TypeError):  # as the runtime's role caller: model output never raises
+        return Level.INVALID
+    action = to_screen(parsed.action, settings.mapper(observation.size)).to_json()
+    if action != golden[t] and not covered(action, observation.elements, observation.size):
+        return Level.INVALID
+    return level_of(task_name, seed, golden, t, action, max_steps)
+
+
 class PairStats(BaseModel):
     """What building pairs produced (for the manifest)."""
 
     states: int = 0
-    candidates: dict[str, int] = Field(default_factory=dict, description="candidates per level")
+    candidates: dict[str, int] = Field(default_factory=dict, description="action-space candidates per level")
+    policy_replies: dict[str, int] = Field(
+        default_factory=dict, description="the SFT agent's distinct replies per level"
+    )
     pairs: dict[str, int] = Field(default_factory=dict, description="pairs per 'chosen>rejected' levels")
+    rejected_source: dict[str, int] = Field(default_factory=dict, description="pairs per rejected_source")
     skipped: dict[str, str] = Field(default_factory=dict, description="episode -> why it gave no pairs")
 
 
@@ -214,6 +288,29 @@ def _reply(action: dict[str, Any], elements: list[UIElement], screen: Size, sett
     description = describe_action(action, elements)
     model_action = to_model_space(action, settings.mapper(screen))
     return format_worker_reply(f"I will do this next: {description}", model_action, description)
+
+
+def _action_space_rejects(
+    task: Task,
+    golden: list[dict[str, Any]],
+    t: int,
+    observation: Observation,
+    rng: random.Random,
+    max_candidates: int,
+    invalid_per_state: int,
+    counts: Counter[str],
+) -> dict[Level, dict[str, Any]]:
+    """One levelled candidate per level from the page's action space at golden state ``t``."""
+    pool = [a for a in aligned_actions(observation.elements, observation.size) if a != golden[t]]
+    levelled: dict[Level, dict[str, Any]] = {}
+    for candidate in rng.sample(pool, min(max_candidates, len(pool))):
+        level = level_of(task.name, task.seed, golden, t, candidate, task.max_steps)
+        counts[level.name] += 1
+        levelled.setdefault(level, candidate)
+    for candidate in invalid_taps(observation.elements, observation.size, rng, invalid_per_state):
+        counts[Level.INVALID.name] += 1
+        levelled.setdefault(Level.INVALID, candidate)
+    return levelled
 
 
 def simphone_pairs(
@@ -226,15 +323,20 @@ def simphone_pairs(
     seed: int = 0,
     max_candidates: int = 6,
     invalid_per_state: int = 1,
+    regenerate: Callable[[ExpertStep], list[str]] | None = None,
     on_state: Callable[[str], None] | None = None,
 ) -> tuple[list[PreferencePair], PairStats]:
-    """Level alternatives along each oracle flow and pair the golden action with worse ones."""
+    """Pair each golden action with the SFT agent's worse replies at its state (``regenerate``:
+    Worker replies for a state's prompt, :mod:`~agent_runtime.trainers.data.regenerate`) or, where
+    it gives none, with worse actions of the page's action space (module docstring)."""
     from agent_runtime.simphone.tasks import select, task_instances
 
     out = Path(out_dir).resolve()
     stats = PairStats()
     level_counts: Counter[str] = Counter()
+    reply_counts: Counter[str] = Counter()
     pair_counts: Counter[str] = Counter()
+    source_counts: Counter[str] = Counter()
     pairs: list[PreferencePair] = []
     for task in task_instances(select(tasks), split=split, episodes=episodes, seed=seed):  # type: ignore[arg-type]
         key = f"{task.name}/{task.seed}"
@@ -252,36 +354,43 @@ def simphone_pairs(
             if on_state is not None:
                 on_state(f"{key}/{t}")
             stats.states += 1
-            pool = [a for a in aligned_actions(obs.elements, obs.size) if a != golden[t]]
-            picked = rng.sample(pool, min(max_candidates, len(pool)))
-            levelled: dict[Level, dict[str, Any]] = {}
-            for candidate in picked:
-                level = level_of(task.name, task.seed, golden, t, candidate, task.max_steps)
-                level_counts[level.name] += 1
-                levelled.setdefault(level, candidate)
-            for candidate in invalid_taps(obs.elements, obs.size, rng, invalid_per_state):
-                level_counts[Level.INVALID.name] += 1
-                levelled.setdefault(Level.INVALID, candidate)
+            rejected: list[tuple[str, Level, Literal["policy", "action_space"]]] = []
+            for reply in dict.fromkeys(regenerate(step) if regenerate is not None else []):
+                level = level_reply(reply, task.name, task.seed, golden, t, obs, settings, task.max_steps)
+                reply_counts[level.name] += 1
+                if level < Level.GOLDEN:
+                    rejected.append((reply, level, "policy"))
+            if not rejected:
+                levelled = _action_space_rejects(
+                    task, golden, t, obs, rng, max_candidates, invalid_per_state, level_counts
+                )
+                rejected = [
+                    (_reply(candidate, obs.elements, obs.size, settings), level, "action_space")
+                    for level, candidate in sorted(levelled.items(), reverse=True)
+                    if level is not Level.GOLDEN
+                ]
             messages = step.messages(settings)
             chosen = _reply(golden[t], obs.elements, obs.size, settings)
-            for level, candidate in sorted(levelled.items(), reverse=True):
-                if level is Level.GOLDEN:
-                    continue
+            for text, level, source in rejected:
                 pairs.append(
                     PreferencePair(
                         messages=messages,
                         chosen=chosen,
-                        rejected=_reply(candidate, obs.elements, obs.size, settings),
+                        rejected=text,
                         root=str(out),
                         source="simphone",
                         chosen_level=Level.GOLDEN.name,
                         rejected_level=level.name,
+                        rejected_source=source,
                         state=f"{key}/{t}",
                     )
                 )
                 pair_counts[f"GOLDEN>{level.name}"] += 1
+                source_counts[source] += 1
     stats.candidates = dict(level_counts)
+    stats.policy_replies = dict(reply_counts)
     stats.pairs = dict(pair_counts)
+    stats.rejected_source = dict(source_counts)
     return pairs, stats
 
 
@@ -319,6 +428,7 @@ def trace_pairs(samples: list[Sample]) -> list[PreferencePair]:
                     source="trace",
                     chosen_level="SUCCESS",
                     rejected_level="FAILURE",
+                    rejected_source="trace",
                     state=f"{failed.run_id}/{failed.step}",
                 )
             )

@@ -57,7 +57,8 @@ class DemoOptions(BaseModel):
     episodes: int = Field(1, ge=1, description="instances per template")
     seed: int = Field(0, ge=0, description="first seed scanned for instances")
     instances: list[tuple[str, int]] | None = Field(
-        None, description="exact (template, seed) instances instead of tasks/episodes/seed (evolve's failed ones)"
+        None,
+        description="exact (template, seed) instances instead of tasks/episodes/seed (evolve's failed ones)",
     )
     observation: ObservationMode = "ui_tree"
     prompts: PromptSet = Field("full", description="the prompt set the trained model will run with")

@@ -132,16 +132,17 @@ class Evolution:
                 f"no [models.{name}] entry to evolve", hint="pass --model NAME naming a [models.NAME] entry"
             )
         for role, configured in bound.items():
-            if (configured.model or "default") != name or not configured.enabled or configured.base_url:
+            if (configured.model or "default") != name or not configured.enabled:
                 raise ConfigError(
                     f"the {role} does not run on the evolved model {name!r}",
                     hint=f"set roles.{role}.model = {name!r} (and enable it), or drop it from --role",
                 )
         self.model_name = name
         model = runtime.models[self.model_name]
-        if model.base_url is not None:
+        if not model.model.startswith(("transformers:", "gguf:")):
             raise ConfigError(
-                f"evolve trains and serves [models.{self.model_name}] in-process, but it names a server",
+                f"evolve trains and serves [models.{self.model_name}] in-process, but it is served "
+                f"at {model.base_url}",
                 hint="use model = 'transformers:/path' or 'gguf:...' for the evolved model (no base_url)",
             )
         self.runtime = runtime
@@ -386,7 +387,12 @@ def stage_hints(ev: Evolution, it: int) -> dict[str, Any]:
         ),
         demos_dir,
     )
-    generator = _generator(ev.best.ref, seed=ev.opts.seed + it)
+    from agent_runtime.trainers.data.hints import EngineHintGenerator
+
+    generator = EngineHintGenerator.from_model_ref(
+        training_ref(ev.best.ref), seed=ev.opts.seed + it, max_new_tokens=model.max_tokens or 256
+    )
+    advance = ev.track("hint-guided sampling (calls)", None)
     stats = hint_guided(
         [Path(r) for r in demos.runs],
         hinted_dir,
@@ -394,7 +400,7 @@ def stage_hints(ev: Evolution, it: int) -> dict[str, Any]:
         roles=tuple(ev.opts.roles()),
         k=ev.opts.hint_samples,
         fallback=ev.opts.hint_fallback,
-        progress=ev.track("hint-guided sampling", None),
+        progress=lambda _stats: advance(1),
     )
     return {
         "failed_instances": len(failed),
@@ -402,15 +408,6 @@ def stage_hints(ev: Evolution, it: int) -> dict[str, Any]:
         "skipped": demos.skipped,
         "hints": stats.model_dump(mode="json"),
     }
-
-
-def _generator(ref: str, *, seed: int) -> Any:
-    from agent_runtime.models.transformers_chat import _base_and_adapter, shared_engine
-    from agent_runtime.trainers.data.hints import EngineHintGenerator
-
-    base, adapter = _base_and_adapter(training_ref(ref) if not ref.startswith("gguf:") else ref)
-    engine = shared_engine(base, precision="exact")
-    return EngineHintGenerator(engine, adapter=adapter, seed=seed)
 
 
 def _link_runs(dirs: list[Path], data: Path) -> None:
@@ -472,7 +469,7 @@ def stage_sft(ev: Evolution, it: int) -> dict[str, Any]:
         "runs": len(carried) + len(new),
         "carried_runs": len(carried),
         "train_rows": manifest.data.train_rows,
-        "final_loss": manifest.training.losses[-1] if manifest.training.losses else None,
+        "final_loss": manifest.training.losses[-1].loss if manifest.training.losses else None,
     }
 
 

@@ -1,4 +1,18 @@
-"""Settings of single-step GRPO with Hi-Agent's foresight reward (Hi-Agent §4.2, App. C, Table 5)."""
+"""Settings of single-step GRPO with Hi-Agent's foresight reward (Hi-Agent §4.2, App. C, Table 5).
+
+Two TRL 1.16 behaviours are pinned here rather than left to its defaults:
+
+* **KL term.** ``trl.GRPOConfig.use_bias_correction_kl`` defaults to True and multiplies the k3
+  estimate exp(ref − π) − (ref − π) − 1 by the importance ratio π/π_old (DeepSeek-V3.2). Hi-Agent
+  trained with TRL 0.16, whose KL is the plain k3: we set it False.
+* **Advantage ε.** TRL divides by ``std + 1e-4`` (``grpo_trainer.py``: ``advantages /
+  (std_rewards + 1e-4)``) and has no setting for it. Scaling every reward by c scales mean and
+  std by c, so (c·r − c·μ)/(c·σ + 1e-4) = (r − μ)/(σ + 1e-4/c): the reward weights are
+  multiplied by c = 1e-4/``advantage_epsilon`` to get exactly (r − μ)/(σ + ε). This needs TRL's
+  ``multi_objective_aggregation="sum_then_normalize"`` (weights applied before normalising),
+  which is set explicitly. The loss only sees advantages, so nothing else changes; TRL's own
+  logged "reward" is c times ours (ours, :class:`~.grpo_trainer.RewardLog`, is unscaled).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +21,11 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from agent_runtime.trainers.online.config import OnlineRLConfig
+
+#: The constant TRL 1.16's GRPOTrainer adds to the reward std (module docstring).
+TRL_STD_EPSILON = 1e-4
+#: Which of π_h's subgoals the low level also trains on when alternating (:mod:`.grpo_subgoals`).
+SubgoalFilter = Literal["env", "none"]
 
 
 class GRPOConfig(OnlineRLConfig):
@@ -41,9 +60,19 @@ class GRPOConfig(OnlineRLConfig):
     coord_epsilon: float = Field(
         0.002, gt=0.0, description="r_env: largest L2 distance of normalised coordinates that still matches"
     )
-    advantage_epsilon: float = Field(1e-4, ge=0.0, description="added to the std (TRL's value)")
+    advantage_epsilon: float = Field(
+        TRL_STD_EPSILON,
+        gt=0.0,
+        description="added to the std of the rewards before dividing (applied by scaling the reward weights)",
+    )
     alternate: bool = Field(
         False, description="role manager: alternate low- then high-level updates each iteration (eq. 5)"
+    )
+    subgoal_filter: SubgoalFilter = Field(
+        "env",
+        description="alternating: which of π_h's subgoals join the low level's data, the state's oracle "
+        "action as target — env: those the pre-update π_ℓ executes as that action (r_env = 1); "
+        "none: every well-formed one (the paper)",
     )
     low_level: str | None = Field(
         None,
@@ -78,6 +107,19 @@ class GRPOConfig(OnlineRLConfig):
             max_grad_norm=self.max_grad_norm,
             loss_type="grpo",
             scale_rewards="group" if self.level == "high" else "batch",
-            reward_weights=list(self.reward_weights) if self.level == "high" else None,
+            multi_objective_aggregation="sum_then_normalize",
+            reward_weights=[w * self.reward_scale for w in self.reward_weights]
+            if self.level == "high"
+            else [self.reward_scale],
+            use_bias_correction_kl=False,
         )
         return kwargs
+
+    @property
+    def reward_scale(self) -> float:
+        """c = 1e-4/ε: the factor on the reward weights that turns TRL's std + 1e-4 into std + ε.
+
+        >>> GRPOConfig(base="m", output_dir=".", advantage_epsilon=0.5).reward_scale
+        0.0002
+        """
+        return TRL_STD_EPSILON / self.advantage_epsilon

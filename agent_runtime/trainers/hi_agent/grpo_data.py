@@ -73,7 +73,7 @@ class GRPORecord(BaseModel):
 
     image_path: str
     problem: str = Field(description="the task goal")
-    instruction: str = Field(description="the oracle subgoal for this step")
+    instruction: str = Field(description="the subgoal for this step (see instruction_by)")
     solution: Solution
     image_size: tuple[float, float] = Field(description="extent of the low level's coordinate space")
     image_seen: tuple[int, int] = Field(description="the size the screenshot is shown at (image budget)")
@@ -81,6 +81,9 @@ class GRPORecord(BaseModel):
     task_name: str = ""
     seed: int = 0
     step: int = 0
+    instruction_by: Literal["oracle", "high_level"] = Field(
+        "oracle", description="who wrote the instruction: the oracle, or π_h (eq. 5's low-level data)"
+    )
 
 
 def solution_of(action: dict[str, Any], screen: Sequence[int]) -> Solution:

@@ -11,8 +11,8 @@ signature ``(completions, **kwargs) -> list[float]``, with the dataset's columns
   and scores its action against the row's ``solution`` with
   :func:`~agent_runtime.trainers.data.matching.foresight_match`: same action
   type and every coordinate within ε (0.002 in normalised coordinates by default — very strict).
-* :func:`action_match_reward` — the same match for the *low-level* model's own completions
-  (r_ℓ, Hi-Agent eq. 4).
+* :func:`action_match_reward` — the same match for the *low-level* model's own completions;
+  :func:`make_low_level_reward` adds the same text/button/status (r_ℓ, Hi-Agent eq. 4).
 * :func:`make_judge_reward` — a frozen VLM judge (a callable you pass) answering
   ``{"reward": 1}`` or ``{"reward": 0}`` to :func:`judge_prompt`.
 
@@ -141,6 +141,45 @@ def action_match_reward(completions: list[Any], *, epsilon: float = 0.002, **kwa
     [1.0, 0.0]
     """
     return [_match(completion_text(c), _row(kwargs, i), epsilon) for i, c in enumerate(completions)]
+
+
+def _argument(reply: str) -> str | None:
+    """The text/button/status an action carries ("" when none), None when the reply has no action."""
+    try:
+        obj = extract_json_object(reply)
+    except ParseError:
+        return None
+    if "action_type" in obj:
+        return str(obj.get("typed_text") or "")
+    return str(obj.get("text") or obj.get("button") or obj.get("status") or "")
+
+
+def same_text(a: str, b: str) -> bool:
+    """Equal up to case and runs of whitespace.
+
+    >>> same_text(" Apt  4B", "apt 4b")
+    True
+    """
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def make_low_level_reward(*, epsilon: float = 0.002) -> RewardFunc:
+    """r_ℓ (eq. 4): :func:`action_match_reward` (type + points within ε) and the
+    same argument — typed text, answer, app, button or status — as the oracle's ``typed_text``."""
+
+    def action_match(completions: list[Any], **kwargs: Any) -> list[float]:
+        matched = action_match_reward(completions, epsilon=epsilon, **kwargs)
+        out = []
+        for i, (hit, completion) in enumerate(zip(matched, completions, strict=True)):
+            expected = str(json.loads(kwargs["solution"][i]).get("typed_text") or "")
+            mine = _argument(completion_text(completion))
+            out.append(
+                hit if hit and mine is not None and (not expected or same_text(mine, expected)) else 0.0
+            )
+        return out
+
+    action_match.__name__ = "action_match"
+    return action_match
 
 
 def make_env_reward(low_level: LowLevelPolicy, *, epsilon: float = 0.002) -> RewardFunc:

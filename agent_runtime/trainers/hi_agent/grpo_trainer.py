@@ -11,18 +11,22 @@
   r_env runs the frozen π_ℓ on the generated instruction, V_judge asks a frozen judge model.
   Both are chat models behind our interface (in-process ``transformers:`` or an OpenAI-compatible
   server); by default the base model plays both.
-* ``--role manager --alternate`` — eq. 5: each iteration first fixes π_h and updates π_ℓ, then
-  fixes that π_ℓ and updates π_h. The low level trains on the records' oracle instructions: only
-  those have an oracle action to compare with.
+* ``--role manager --alternate`` — eq. 5: each iteration first fixes π_h^(k-1) and updates π_ℓ,
+  then fixes that π_ℓ and updates π_h. The low level trains on the records' oracle instructions
+  and on π_h^(k-1)'s own subgoals for the same states, the state's oracle action their target
+  (:mod:`.grpo_subgoals`: which subgoals, and why).
 
 Each phase is one ``trl.GRPOTrainer`` run (``GRPOConfig.trl_kwargs()``: Table 5), LoRA, with our
 processor as ``processing_class``; the next iteration continues from its adapter (the optimizer
-starts afresh each phase, as separate GRPO runs do). The iteration folders, resume and metrics
-file are :mod:`agent_runtime.trainers.iterations`'s, shared with online RL: ``OUT/iter_NNNN/``
-holds the trained role's adapter + ``manifest.json`` (a complete distill output), ``low_level/``
-(alternating runs: the worker adapter + its manifest) and ``grpo_state.json`` (metrics so far;
-written last, so an iteration without it is replayed by ``--resume``). ``OUT/metrics.jsonl``
-gets one line per iteration: mean reward per component and the match rate of each phase.
+starts afresh each phase, as separate GRPO runs do). The KL reference stays where each level's RL
+started (``--base``, or ``--low-level`` for the alternating worker) in every iteration and on
+``--resume`` (:func:`pin_reference`). The iteration folders, resume and metrics file are
+:mod:`agent_runtime.trainers.iterations`'s, shared with online RL: ``OUT/iter_NNNN/`` holds the
+trained role's adapter + ``manifest.json`` (a complete distill output), ``low_level/``
+(alternating runs: the worker adapter + its manifest + ``subgoals.jsonl``, π_h's subgoals it also
+trained on) and ``grpo_state.json`` (metrics so far; written last, so an iteration without it is
+replayed by ``--resume``). ``OUT/metrics.jsonl`` gets one line per iteration: mean reward per
+component, the match rate and the KL reference of each phase, and (alternating) ``subgoals``.
 """
 
 from __future__ import annotations
@@ -31,15 +35,14 @@ import base64
 import io
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from agent_runtime.errors import ConfigError, ParseError, TrainingError
-from agent_runtime.jsonish import extract_json_object
-from agent_runtime.models.refs import MANIFEST, resolve_model_ref
+from agent_runtime.errors import ConfigError, TrainingError
+from agent_runtime.models.refs import MANIFEST, ResolvedModel, resolve_model_ref
 from agent_runtime.trainers.artifacts import (
     DataSummary,
     LossPoint,
@@ -49,26 +52,30 @@ from agent_runtime.trainers.artifacts import (
 )
 from agent_runtime.trainers.data.worker_prompts import PromptSettings
 from agent_runtime.trainers.hi_agent.grpo_config import GRPOConfig
-from agent_runtime.trainers.hi_agent.grpo_data import GRPORecord, Level, low_level_text
+from agent_runtime.trainers.hi_agent.grpo_data import GRPORecord, Level, low_level_text, save_records
 from agent_runtime.trainers.hi_agent.grpo_rewards import (
     Judge,
     LowLevelPolicy,
     RewardFunc,
-    action_match_reward,
-    completion_text,
     foresight_reward_funcs,
+    make_low_level_reward,
 )
+from agent_runtime.trainers.hi_agent.grpo_subgoals import SUBGOALS_FILE, SubgoalStats, subgoal_records
 from agent_runtime.trainers.iterations import ADAPTER_FILES, Echo, Iterations, copy_adapter, lora_manifest
 from agent_runtime.trainers.online.loop import RLOptions
 
 if TYPE_CHECKING:
+    import trl
     from datasets import Dataset
     from langchain_core.language_models import BaseChatModel
+    from transformers import TrainerCallback
 
 STATE_FILE = "grpo_state.json"
 LOW_DIR = "low_level"
 DATA_DIR = "data"
 ROLE_OF: dict[Level, str] = {"high": "manager", "low": "worker"}
+#: The adapter name TRL's GRPOTrainer takes the KL reference from; with none, the base (adapters off).
+TRL_REF_ADAPTER = "ref"
 
 
 # -- the frozen models: π_ℓ for r_env and the judge, through our chat-model interface --------------
@@ -120,6 +127,24 @@ class ChatLowLevel:
         return ask(self.model, "low_level", row.get("image"), low_level_text(row["image_size"], instruction))
 
 
+class ChatHighLevel:
+    """π_h writing subgoals (:func:`~.grpo_subgoals.subgoal_records`): the prompt on the row's screenshot."""
+
+    def __init__(self, model: BaseChatModel) -> None:
+        self.model = model
+
+    def __call__(self, row: Mapping[str, Any], prompt: str) -> str:
+        return ask(self.model, "high_level", row.get("image"), prompt)
+
+
+def release(model: BaseChatModel | None) -> None:
+    """Drop an in-process chat model's adapter from the shared engine (a finished iteration's policy)."""
+    engine = getattr(model, "_engine", None)
+    name = getattr(model, "_adapter_name", None) if getattr(model, "adapter", None) else None
+    if engine is not None and name in engine.adapters:
+        engine.unload_adapter(name)
+
+
 class ChatJudge:
     """V_judge: Hi-Agent's judge prompt with the row's screenshot; the reply is parsed by the reward."""
 
@@ -131,40 +156,6 @@ class ChatJudge:
 
 
 # -- rewards --------------------------------------------------------------------------------------
-
-
-def _argument(reply: str) -> str | None:
-    """The text/button/status an action carries ("" when none), None when the reply has no action."""
-    try:
-        obj = extract_json_object(reply)
-    except ParseError:
-        return None
-    if "action_type" in obj:
-        return str(obj.get("typed_text") or "")
-    return str(obj.get("text") or obj.get("button") or obj.get("status") or "")
-
-
-def _same_text(a: str, b: str) -> bool:
-    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
-
-
-def make_low_level_reward(*, epsilon: float = 0.002) -> RewardFunc:
-    """r_ℓ (eq. 4): :func:`~.grpo_rewards.action_match_reward` (type + points within ε) and the
-    same argument — typed text, answer, app, button or status — as the oracle's ``typed_text``."""
-
-    def action_match(completions: list[Any], **kwargs: Any) -> list[float]:
-        matched = action_match_reward(completions, epsilon=epsilon, **kwargs)
-        out = []
-        for i, (hit, completion) in enumerate(zip(matched, completions, strict=True)):
-            expected = str(json.loads(kwargs["solution"][i]).get("typed_text") or "")
-            mine = _argument(completion_text(completion))
-            out.append(
-                hit if hit and mine is not None and (not expected or _same_text(mine, expected)) else 0.0
-            )
-        return out
-
-    action_match.__name__ = "action_match"
-    return action_match
 
 
 class RewardLog:
@@ -197,22 +188,46 @@ class PhaseResult(BaseModel):
     level: Level
     role: str
     rows: int
+    reference: str = Field(description="the KL reference: the policy this level's RL started from")
     rewards: dict[str, float] = Field(description="mean value of each reward component")
     reward: float = Field(description="mean total reward (weighted for the high level)")
     match_rate: float = Field(description="share of actions matching the oracle (r_ℓ, or r_env)")
     training: TrainingSummary
 
 
-def run_phase(cfg: GRPOConfig, dataset: Dataset, reward_funcs: list[RewardFunc]) -> PhaseResult:
-    """Train ``cfg.base`` with ``trl.GRPOTrainer`` on ``dataset``; the adapter goes to ``cfg.output_dir``."""
+def pin_reference(model: Any, start: ResolvedModel) -> None:
+    """Make the KL reference of a TRL GRPO run ``start``, the policy RL started from.
+
+    TRL's ``GRPOTrainer`` takes as reference the adapter it is given (a copy under ``"ref"``) or,
+    for a fresh adapter, the base with adapters disabled. Each of our iterations is a new TRL
+    run from the previous iteration's adapter, so left alone the reference would move to
+    iteration k−1 every iteration (and on ``--resume``) and the KL would only bound one
+    iteration's step. So TRL's copy is dropped and the starting adapter, if any, is loaded in
+    its place, frozen; from the bare base there is none, and TRL disables the adapters instead.
+    """
+    if TRL_REF_ADAPTER in model.peft_config:
+        model.delete_adapter(TRL_REF_ADAPTER)
+    if start.adapter is not None:
+        model.load_adapter(str(start.adapter), adapter_name=TRL_REF_ADAPTER, is_trainable=False)
+        model.set_adapter("default")
+
+
+def make_trainer(
+    cfg: GRPOConfig,
+    dataset: Dataset,
+    reward_funcs: Sequence[Callable[..., list[float | None]]],
+    *,
+    reference: str,
+    callbacks: list[TrainerCallback] | None = None,
+) -> trl.GRPOTrainer:
+    """A ``trl.GRPOTrainer`` for ``cfg.base`` on ``dataset``, its KL reference ``reference`` (a
+    model reference over the same base model: :func:`pin_reference`)."""
     import trl
 
     from agent_runtime.models.hf import vision_token_ids
-    from agent_runtime.trainers.hf import LossRecorder, load_policy, train_and_save
+    from agent_runtime.trainers.hf import load_policy
 
     policy = load_policy(cfg)
-    log = RewardLog()
-    recorder = LossRecorder()
     kwargs = cfg.trl_kwargs()
     tokenizer = getattr(policy.processor, "tokenizer", None)  # None: a text-only model's tokenizer
     if tokenizer is not None:
@@ -227,11 +242,33 @@ def run_phase(cfg: GRPOConfig, dataset: Dataset, reward_funcs: list[RewardFunc])
     trainer = trl.GRPOTrainer(
         model=policy.model,
         args=trl.GRPOConfig(**kwargs),
-        reward_funcs=[log.wrap(f) for f in reward_funcs],
+        reward_funcs=list(reward_funcs),
         train_dataset=dataset,
         processing_class=policy.processor,
         peft_config=policy.peft_config,
-        callbacks=[recorder],
+        callbacks=callbacks,
+    )
+    if cfg.beta:
+        start = resolve_model_ref(reference)
+        if Path(start.base).resolve() != Path(policy.resolved.base).resolve():
+            raise ConfigError(
+                f"the KL reference {reference} is not over the trained model's base {policy.resolved.base}"
+            )
+        pin_reference(trainer.model, start)
+    return trainer
+
+
+def run_phase(
+    cfg: GRPOConfig, dataset: Dataset, reward_funcs: list[RewardFunc], *, reference: str
+) -> PhaseResult:
+    """Train ``cfg.base`` with ``trl.GRPOTrainer`` on ``dataset``, KL to ``reference``; the adapter
+    goes to ``cfg.output_dir``."""
+    from agent_runtime.trainers.hf import LossRecorder, train_and_save
+
+    log = RewardLog()
+    recorder = LossRecorder()
+    trainer = make_trainer(
+        cfg, dataset, [log.wrap(f) for f in reward_funcs], reference=reference, callbacks=[recorder]
     )
     training = train_and_save(trainer, cfg, recorder)
     means = log.means()
@@ -245,6 +282,7 @@ def run_phase(cfg: GRPOConfig, dataset: Dataset, reward_funcs: list[RewardFunc])
         level=cfg.level,
         role=cfg.role,
         rows=len(dataset),
+        reference=reference,
         rewards=means,
         reward=round(reward, 4),
         match_rate=match,
@@ -262,6 +300,8 @@ def metrics_line(m: dict[str, Any]) -> str:
             f"{p['role']} reward {p['reward']:.3f} ({comps}), match {p['match_rate']:.2f}, "
             f"loss {loss:+.4f}, {p['training']['steps']} steps"
         )
+    if "subgoals" in m:  # alternating: the low level's phase also had π_h's subgoals
+        parts[0] += f", +{m['subgoals']['kept']} π_h subgoals"
     return f"iter {m['iteration']}: " + " | ".join(parts) + f", {m['time_s']:.1f}s"
 
 
@@ -361,12 +401,12 @@ class GRPOLoop:
         from agent_runtime.models import load_processor
         from agent_runtime.trainers.hi_agent.grpo_data import build_dataset
 
-        tokenizer = getattr(load_processor(self.resolved.base), "tokenizer", None)
+        self.tokenizer = getattr(load_processor(self.resolved.base), "tokenizer", None)
         levels: list[Level] = ["low", "high"] if self.cfg.alternate else [self.level]
         out: dict[Level, Dataset] = {}
         for level in levels:
             dataset, dropped = build_dataset(
-                records, level, max_prompt_tokens=self.cfg.max_prompt_length, tokenizer=tokenizer
+                records, level, max_prompt_tokens=self.cfg.max_prompt_length, tokenizer=self.tokenizer
             )
             if dropped:
                 self.echo(
@@ -388,25 +428,45 @@ class GRPOLoop:
             }
         )
 
-    def _high_rewards(self, low_ref: str) -> tuple[list[RewardFunc], Callable[[], None]]:
+    def _low_policy(self, low_ref: str) -> tuple[LowLevelPolicy, BaseChatModel | None]:
+        """π_ℓ = ``low_ref`` greedy (or the injected one), and its chat model to release."""
+        if self._low_level is not None:
+            return self._low_level, None
+        model = chat_model_for(low_ref, max_tokens=self.cfg.max_new_tokens)
+        return ChatLowLevel(model), model
+
+    def _high_rewards(self, low_ref: str) -> tuple[list[RewardFunc], BaseChatModel | None]:
         """The foresight reward with π_ℓ = ``low_ref`` (or the injected one) and the judge."""
-        tokens = self.cfg.max_new_tokens
-        low_model = None
-        low = self._low_level
-        if low is None:
-            low_model = chat_model_for(low_ref, max_tokens=tokens)
-            low = ChatLowLevel(low_model)
+        low, low_model = self._low_policy(low_ref)
         judge = self._judge or ChatJudge(
             chat_model_for(self.cfg.judge_model or str(self.resolved.base), max_tokens=32)
         )
+        return foresight_reward_funcs(low, judge, epsilon=self.cfg.coord_epsilon), low_model
 
-        def release() -> None:  # drop a finished iteration's low-level adapter from the shared engine
-            engine = getattr(low_model, "_engine", None)
-            name = getattr(low_model, "_adapter_name", None) if getattr(low_model, "adapter", None) else None
-            if engine is not None and name in engine.adapters:
-                engine.unload_adapter(name)
+    def _low_dataset(self, high_ref: str, low_ref: str, where: Path) -> tuple[Dataset, SubgoalStats]:
+        """Eq. 5's low-level data: the oracle's records plus π_h^(k-1)'s subgoals (:mod:`.grpo_subgoals`),
+        which are also written to ``where/subgoals.jsonl``."""
+        from agent_runtime.trainers.hi_agent.grpo_data import build_dataset
 
-        return foresight_reward_funcs(low, judge, epsilon=self.cfg.coord_epsilon), release
+        high_model = chat_model_for(high_ref, max_tokens=self.cfg.max_new_tokens)
+        low, low_model = self._low_policy(low_ref)
+        try:
+            extra, stats = subgoal_records(
+                self.records,
+                ChatHighLevel(high_model),
+                low,
+                subgoal_filter=self.cfg.subgoal_filter,
+                epsilon=self.cfg.coord_epsilon,
+            )
+        finally:
+            release(high_model)
+            release(low_model)
+        save_records(where / SUBGOALS_FILE, extra)
+        limit = self.cfg.max_prompt_length
+        dataset, _ = build_dataset(
+            [*self.records, *extra], "low", max_prompt_tokens=limit, tokenizer=self.tokenizer
+        )
+        return dataset, stats
 
     def _iteration(self, it: int, datasets: dict[Level, Dataset]) -> dict[str, Any]:
         started = time.perf_counter()
@@ -414,32 +474,34 @@ class GRPOLoop:
         where.mkdir(parents=True, exist_ok=True)
         previous = self.cfg.base if it == 1 else str(self.iterations.dir(it - 1))
         phases: list[PhaseResult] = []
+        m: dict[str, Any] = {"iteration": it}
+        # The KL reference of each level is where its RL started, in every iteration (pin_reference).
         if self.level == "low":
             cfg = self._phase_cfg("low", previous, where, it)
-            phases.append(run_phase(cfg, datasets["low"], [make_low_level_reward(epsilon=cfg.coord_epsilon)]))
+            funcs = [make_low_level_reward(epsilon=cfg.coord_epsilon)]
+            phases.append(run_phase(cfg, datasets["low"], funcs, reference=self.cfg.base))
             self._write_manifest(where, cfg, phases[-1])
         else:
             low_ref = self.low_ref
             if self.cfg.alternate:
                 low_prev = self.low_ref if it == 1 else str(self.iterations.dir(it - 1) / LOW_DIR)
+                # π_h^(k-1) is fixed while π_ℓ^(k) learns, on the oracle's and π_h's subgoals.
+                low_data, stats = self._low_dataset(previous, low_prev, where / LOW_DIR)
+                m["subgoals"] = stats.model_dump()
                 cfg = self._phase_cfg("low", low_prev, where / LOW_DIR, it)
-                phases.append(
-                    run_phase(cfg, datasets["low"], [make_low_level_reward(epsilon=cfg.coord_epsilon)])
-                )
+                funcs = [make_low_level_reward(epsilon=cfg.coord_epsilon)]
+                phases.append(run_phase(cfg, low_data, funcs, reference=self.low_ref))
                 self._write_manifest(where / LOW_DIR, cfg, phases[-1])
                 low_ref = str(where / LOW_DIR)
             cfg = self._phase_cfg("high", previous, where, it)
-            funcs, release = self._high_rewards(low_ref)
+            funcs, low_model = self._high_rewards(low_ref)
             try:
-                phases.append(run_phase(cfg, datasets["high"], funcs))
+                phases.append(run_phase(cfg, datasets["high"], funcs, reference=self.cfg.base))
             finally:
-                release()
+                release(low_model)
             self._write_manifest(where, cfg, phases[-1])
-        m = {
-            "iteration": it,
-            "phases": [p.model_dump(mode="json") for p in phases],
-            "time_s": round(time.perf_counter() - started, 3),
-        }
+        m["phases"] = [p.model_dump(mode="json") for p in phases]
+        m["time_s"] = round(time.perf_counter() - started, 3)
         self.metrics.append(m)
         (where / STATE_FILE).write_text(json.dumps({"metrics": self.metrics}), encoding="utf-8")
         self.iterations.append_metrics(m)
@@ -447,6 +509,7 @@ class GRPOLoop:
 
     def run(self) -> tuple[DataSummary, TrainingSummary, dict[str, Any]]:
         records, data_extra = self._records()
+        self.records = records
         datasets = self._datasets(records)
         self.data = DataSummary(
             samples_before=len(records),

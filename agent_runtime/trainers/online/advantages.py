@@ -3,7 +3,8 @@
 * :func:`group_normalize` / :func:`grpo_advantages` — GRPO: (r − mean_G)/(std_G + ε) within each
   group of G samples of one prompt (Hi-Agent's high level), or over the whole batch (its low level).
 * :class:`RunningStats` + :func:`trpo_advantages` — TRPO (Mobile-Agent-v3 §3.1.2):
-  Â_τ = (R(τ) − R̄)/(σ_R + ε) with R̄, σ_R running over every trajectory seen so far.
+  Â_τ = (R(τ) − R̄)/(σ_R + ε) with R̄, σ_R running over every trajectory observed so far,
+  each counted once (a replayed trajectory is not a new observation).
 * :func:`dgrpo_trajectory_scores` / :func:`dgrpo_advantages` — DGRPO (MobileRL §4.3.1, eq. 2–3).
 
 Every trajectory-level advantage is shared by all steps of its trajectory
@@ -120,8 +121,19 @@ class RunningStats:
         return cls(count=int(data["count"]), mean=float(data["mean"]), m2=float(data["m2"]))
 
 
-def trpo_advantages(rewards: Sequence[float], stats: RunningStats, *, epsilon: float = 1e-6) -> list[float]:
-    """TRPO's Â_τ for a batch of trajectory rewards; updates ``stats`` with them first.
+def trpo_advantages(
+    rewards: Sequence[float],
+    stats: RunningStats,
+    *,
+    observed: Sequence[float] | None = None,
+    epsilon: float = 1e-6,
+) -> list[float]:
+    """TRPO's Â_τ for a batch of trajectory rewards; updates ``stats`` with the new observations first.
+
+    ``observed`` are the rewards of the trajectories sampled since the last call (default:
+    ``rewards``, when the batch is exactly those). They differ under success replay: an injected
+    stored success was counted when it was sampled, so counting it again at every injection
+    would pull R̄ towards 1 with each replay; and the failure it replaced *was* observed.
 
     Updating before normalising means the very first batch is normalised by its own statistics
     instead of by an empty history (mean 0, std 0), which would turn raw rewards into
@@ -130,8 +142,10 @@ def trpo_advantages(rewards: Sequence[float], stats: RunningStats, *, epsilon: f
     >>> s = RunningStats()
     >>> trpo_advantages([1.0, 0.0, 0.0, 1.0], s, epsilon=0.0)
     [1.0, -1.0, -1.0, 1.0]
+    >>> trpo_advantages([1.0, 0.0], s, observed=[0.0, 0.0], epsilon=0.0)  # R̄ 1/3, σ √2/3
+    [1.414..., -0.707...]
     """
-    stats.update_many(rewards)
+    stats.update_many(rewards if observed is None else observed)
     if stats.m2 == 0.0:  # every reward so far was the same: no signal (and no 0/0 when epsilon = 0)
         return [0.0] * len(rewards)
     return [(r - stats.mean) / (stats.std + epsilon) for r in rewards]

@@ -38,14 +38,20 @@ class OnlineRLConfig(TrainConfig):
         0.0,
         ge=0.0,
         lt=1.0,
-        description="LoRA dropout; 0 so the loss scores the very policy that sampled (ratio 1 on-policy)",
+        description="LoRA dropout of a fresh adapter (an SFT adapter keeps its own); RL forwards run in "
+        "eval mode, so dropout never fires during RL whatever it is",
     )
     num_generations: int = Field(8, ge=1, description="G: rollouts sampled per task (the group size)")
     temperature: float = Field(
         1.0, gt=0.0, le=2.0, description="sampling temperature; log-probs in the loss use the same one"
     )
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus sampling during rollouts")
-    top_k: int = Field(0, ge=0, description="top-k sampling during rollouts (0: off)")
+    top_k: int = Field(
+        0,
+        ge=0,
+        description="top-k sampling during rollouts (0: off); trpo/dgrpo refuse it with a policy "
+        "server (--server-url). The loss scores the full tempered distribution",
+    )
     max_new_tokens: int = Field(1024, ge=1, description="longest completion per policy call")
     max_turns: int = Field(
         50,

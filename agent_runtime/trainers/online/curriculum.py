@@ -14,9 +14,19 @@ negative). Rules, with the paper's numbers as defaults:
 * an epoch in which a task was not sampled says nothing about it: ``f`` stays, but the epoch
   still counts towards the cooldown (the cooldown is measured in epochs, as the paper says).
 
+**What the weight means** (:meth:`FailureCurriculum.sample`). The paper reduces a cooling task's
+"sampling probability" to ``w = exp(−f)``, relative to the weight 1 of every other task. When the
+iteration plays every active task (the default: no ``--tasks-per-iteration``, or one at least as
+large as the pool), a task of weight 1 is played with probability 1, so a cooling task is played
+with probability ``w`` — an independent coin per task and epoch (f = 2: 13.5 % of the epochs).
+Playing it always would make the cooldown a no-op. When ``k`` tasks are drawn from a larger pool,
+they are drawn without replacement with probability ∝ weight. Should every coin come up tails
+(all active tasks cooling), one task is drawn ∝ weight, so an iteration never has nothing to play.
+
 "For stability, failure histories from previous training are retained": :meth:`FailureCurriculum.save`
 writes the state to a JSON file atomically (temporary file + ``os.replace``, so a crash never
-leaves half a history) and :meth:`FailureCurriculum.load` reads it back at the next run.
+leaves half a history) and :meth:`FailureCurriculum.load` reads it back at the next run. Which
+file, and when a fresh run forgets it, is the trainer's call (:mod:`.dgrpo_trainer`).
 """
 
 from __future__ import annotations
@@ -178,11 +188,13 @@ class FailureCurriculum:
         """The tasks still in the pool."""
         return [t for t in task_ids if not self.history(t).removed]
 
-    def sample(self, task_ids: Sequence[str], k: int, rng: random.Random) -> list[str]:
-        """``k`` distinct tasks drawn without replacement with probability ∝ weight.
+    def sample(self, task_ids: Sequence[str], k: int | None, rng: random.Random) -> list[str]:
+        """The tasks to play this epoch, drawn with the weights (module docstring).
 
-        Uses Efraimidis–Spirakis keys (u^(1/w)), so a task in cooldown is still picked, just
-        rarely; fewer than ``k`` active tasks returns all of them.
+        ``k`` None or at least the number of active tasks: each active task is played with
+        probability min(1, weight), in ``task_ids`` order. Smaller ``k``: ``k`` distinct tasks drawn
+        without replacement with probability ∝ weight (Efraimidis–Spirakis keys u^(1/w)), so a task
+        in cooldown is still picked, just rarely.
         """
         pool = [(t, self.weight(t)) for t in dict.fromkeys(task_ids)]
         pool = [(t, w) for t, w in pool if w > 0.0]
@@ -191,5 +203,12 @@ class FailureCurriculum:
                 "every task has been removed by Failure Curriculum Filtering",
                 hint="add tasks, delete the FCF history file, or turn FCF off",
             )
+        if k is not None and k < len(pool):
+            return self._draw(pool, k, rng)
+        played = [t for t, w in pool if w >= 1.0 or rng.random() < w]
+        return played or self._draw(pool, 1, rng)
+
+    @staticmethod
+    def _draw(pool: Sequence[tuple[str, float]], k: int, rng: random.Random) -> list[str]:
         keyed = sorted(pool, key=lambda tw: rng.random() ** (1.0 / tw[1]), reverse=True)
         return [t for t, _ in keyed[:k]]

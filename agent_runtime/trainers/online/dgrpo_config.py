@@ -17,9 +17,12 @@ class DGRPOConfig(OnlineRLConfig):
     * SPA (``spa*``): shorter successes earn more (eq. 1); A_traj from step-wise group baselines
       (eq. 2–3).
     * DAPR (``dapr*``): the top-κ positive trajectories go to a replay buffer; each update adds at
-      most γ·M of them, highest advantage first; negatives are pruned to 1:2 (``prune_negatives``).
-    * FCF (``fcf*``): tasks that keep failing cool down, then leave the pool; the history persists
-      in ``fcf_history`` across runs.
+      most γ·M of them, highest *current* advantage first (scored against this iteration's group
+      of their task); negatives are pruned to 1:2, lowest advantage first (``prune_negatives``).
+    * FCF (``fcf*``): tasks that keep failing cool down — played with probability exp(−f) while
+      every active task is played — then leave the pool. The history in ``fcf_history`` persists
+      across runs; the default one in OUTPUT_DIR is deleted by a fresh ``--overwrite`` run, a
+      path outside OUTPUT_DIR is kept.
 
     Table 4: G = 16, lr 1e-6, clip 0.2, β = 0.001, temperature 1.0, 50 turns, gradient clip 1.0,
     micro-batch 4, α = 1.0, buffer 256, γ = 1.0, κ = 0.25.
@@ -45,7 +48,11 @@ class DGRPOConfig(OnlineRLConfig):
     dapr_buffer_size: int = Field(256, ge=1, description="replay buffer capacity")
     dapr_top_fraction: float = Field(0.25, gt=0.0, le=1.0, description="kappa: share of rollouts inserted")
     dapr_gamma: float = Field(
-        1.0, ge=0.0, le=1.0, description="gamma: replay at most gamma x (on-policy count) per update"
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="gamma: replay at most gamma x (on-policy count) per update, "
+        "highest current advantage first",
     )
     dapr_eviction_alpha: float = Field(
         0.5, ge=0.0, le=1.0, description="eviction score weight of the advantage vs. recency"
@@ -58,14 +65,17 @@ class DGRPOConfig(OnlineRLConfig):
     max_negatives_per_positive: float = Field(2.0, gt=0.0, description="negatives kept per positive (1:2)")
     fcf: bool = Field(True, description="Failure Curriculum Filtering of tasks that keep failing")
     fcf_cooldown_after: int = Field(2, ge=1, description="all-failure epochs in a row that start a cooldown")
-    fcf_cooldown_epochs: int = Field(3, ge=0, description="cooldown length in epochs (weight exp(-f))")
+    fcf_cooldown_epochs: int = Field(
+        3, ge=0, description="cooldown length in epochs (the task is played with weight exp(-f))"
+    )
     fcf_remove_at: int = Field(3, ge=1, description="failure epochs in a row that remove a task")
     fcf_removal: FCFRemoval = Field(
         "paper", description="'paper': remove at f >= remove_at; 'reference': at f > remove_at"
     )
     fcf_history: Path | None = Field(
         None,
-        description="JSON failure history kept across runs (default: OUTPUT_DIR/fcf_history.json)",
+        description="JSON failure history (default: OUTPUT_DIR/fcf_history.json, deleted by a fresh "
+        "--overwrite run); a path outside OUTPUT_DIR carries failures across runs",
     )
 
     def fcf_history_path(self) -> Path:

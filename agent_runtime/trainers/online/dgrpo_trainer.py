@@ -3,16 +3,29 @@
 Per iteration (one "epoch" of FCF), on the groups of G rollouts :mod:`.loop` played:
 
 1. **FCF** picks the tasks to play: removed tasks never, tasks in cooldown with weight exp(−f)
-   (:class:`~.curriculum.FailureCurriculum`); the history is saved after every iteration to
-   ``fcf_history`` and so persists across runs;
+   — with every active task played (the default), a cooling task is played with probability
+   exp(−f) (:class:`~.curriculum.FailureCurriculum`); ``cooling_tasks`` counts them;
 2. **SPA + A_traj** per group (eq. 1–3): ``dgrpo_advantages`` (``spa=False``: raw 0/1 outcome);
    ``spa_adjusted`` counts the successes SPA paid less than 1 (longer than their group's shortest
    success) — when it stays 0, SPA changed no advantage and "w/o SPA" would be the same run;
 3. **DAPR** — the batch is the on-policy trajectories plus at most ⌊γ·M⌋ replays of *earlier*
-   iterations, then this iteration's top-κ positives go into the buffer;
-4. **negative pruning** — negatives beyond 1:2 are dropped, highest trajectory KL first (the
-   KL of each negative is scored under the current policy, one forward pass per step, and only
-   in an iteration where something is dropped).
+   iterations, highest *current* advantage first, then this iteration's top-κ positives go into
+   the buffer. A replay's current reward and advantage are what it would get as one more
+   rollout of this iteration's group of its task: eq. 1–3 over the G fresh rollouts plus it
+   (T_min then counts today's successes too). The G fresh rollouts keep their own eq. 3 values
+   over the G of them. A replay whose task was not played this iteration has no current
+   advantage and waits; one whose current advantage is ≤ 0 (the policy now does as well or
+   better) is not replayed — DAPR replays *positives*;
+4. **negative pruning** — negatives beyond 1:2 are dropped, lowest advantage first; trajectory
+   KL breaks ties among equal advantages, highest first (scored under the current policy, one
+   forward pass per step, only for the negatives tied at the cut).
+
+**The history file.** It is saved after every iteration to ``fcf_history`` (default
+``OUT/fcf_history.json``). A history inside OUT belongs to that run: a fresh run with
+``--overwrite`` deletes it with the run's other files (:meth:`DGRPOMethod.run_files`), so it starts
+from a clean curriculum. A history outside OUT (``DGRPOConfig.fcf_history``) is how a user carries
+failures over from earlier training, as the paper does ("failure histories from previous
+training are retained"): ``--overwrite`` leaves it alone; delete it to start afresh.
 
 The three mechanisms switch off with ``spa``/``dapr``/``fcf`` = False (MobileRL's ablation).
 """
@@ -21,10 +34,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from agent_runtime.trainers.online.advantages import dgrpo_advantages
-from agent_runtime.trainers.online.curriculum import FailureCurriculum
+from agent_runtime.trainers.online.curriculum import CurriculumState, FailureCurriculum
 from agent_runtime.trainers.online.dgrpo_config import DGRPOConfig
 from agent_runtime.trainers.online.replay import DAPRBuffer, prune_negatives
 from agent_runtime.trainers.online.rewards import spa_rewards
@@ -47,7 +61,25 @@ class DGRPOMethod:
             eviction_alpha=cfg.dapr_eviction_alpha,
             max_replays=cfg.dapr_max_replays,
         )
-        self.curriculum = FailureCurriculum.load(cfg.fcf_history_path(), **self._fcf_rules())
+        self._curriculum: FailureCurriculum | None = None
+        #: Active tasks in cooldown when the last iteration's tasks were drawn, played or not.
+        self._cooling = 0
+
+    @property
+    def curriculum(self) -> FailureCurriculum:
+        """The FCF state, read from ``fcf_history`` on first use, not at construction: the loop
+        builds the method before a fresh ``--overwrite`` run deletes :meth:`run_files`, and a
+        history read earlier would bring the deleted run's cooldowns and removals back."""
+        if self._curriculum is None:
+            self._curriculum = FailureCurriculum.load(self.cfg.fcf_history_path(), **self._fcf_rules())
+        return self._curriculum
+
+    def run_files(self) -> tuple[str, ...]:
+        """Files of a run, relative to OUT, that a fresh ``--overwrite`` run deletes: the FCF
+        history when it lives in OUT (module docstring); one outside OUT is kept."""
+        out = Path(self.cfg.output_dir).resolve()
+        history = self.cfg.fcf_history_path().resolve()
+        return (str(history.relative_to(out)),) if history.is_relative_to(out) else ()
 
     def _fcf_rules(self) -> dict[str, Any]:
         return {
@@ -60,7 +92,28 @@ class DGRPOMethod:
     def select_tasks(self, task_ids: Sequence[str], k: int | None, rng: random.Random) -> list[str]:
         if not self.cfg.fcf:
             return list(task_ids) if k is None or k >= len(task_ids) else rng.sample(list(task_ids), k)
-        return self.curriculum.sample(task_ids, len(task_ids) if k is None else k, rng)
+        self._cooling = sum(1 for t in task_ids if self.curriculum.weight(t) < 1.0)
+        return self.curriculum.sample(task_ids, k, rng)
+
+    def _score(self, group: Sequence[Trajectory]) -> tuple[list[float], list[float]]:
+        """(rewards, A_traj) of one group: SPA (eq. 1) or the raw outcome, then eq. 2–3."""
+        cfg = self.cfg
+        successes = [t.success for t in group]
+        lengths = [t.length for t in group]
+        advs = dgrpo_advantages(
+            successes,
+            lengths,
+            alpha=cfg.spa_alpha,
+            spa_form=cfg.spa_form,
+            use_spa=cfg.spa,
+            epsilon=cfg.advantage_epsilon,
+        )
+        rewards = (
+            spa_rewards(successes, lengths, alpha=cfg.spa_alpha, form=cfg.spa_form)
+            if cfg.spa
+            else [float(s) for s in successes]
+        )
+        return rewards, advs
 
     def build_batch(
         self, groups: dict[str, list[Trajectory]], iteration: int, kl_of: Scorer | None = None
@@ -70,29 +123,23 @@ class DGRPOMethod:
         on_policy: list[Trajectory] = []
         spa_adjusted = 0
         for group in groups.values():
-            successes = [t.success for t in group]
-            lengths = [t.length for t in group]
-            advs = dgrpo_advantages(
-                successes,
-                lengths,
-                alpha=cfg.spa_alpha,
-                spa_form=cfg.spa_form,
-                use_spa=cfg.spa,
-                epsilon=cfg.advantage_epsilon,
-            )
-            rewards = (
-                spa_rewards(successes, lengths, alpha=cfg.spa_alpha, form=cfg.spa_form)
-                if cfg.spa
-                else [float(s) for s in successes]
-            )
+            rewards, advs = self._score(group)
             for t, a, r in zip(group, advs, rewards, strict=True):
                 t.advantage, t.reward = a, r
             spa_adjusted += sum(1 for t, r in zip(group, rewards, strict=True) if r != float(t.success))
             on_policy += group
+
+        def rescore(replay: Trajectory) -> tuple[float, float] | None:
+            group = groups.get(replay.task_id)
+            if not group:
+                return None
+            rewards, advs = self._score([*group, replay])
+            return rewards[-1], advs[-1]
+
         replayed = inserted = 0
         batch = list(on_policy)
         if cfg.dapr:
-            batch = self.buffer.mix(on_policy, iteration, gamma=cfg.dapr_gamma)
+            batch = self.buffer.mix(on_policy, iteration, rescore, gamma=cfg.dapr_gamma)
             replayed = len(batch) - len(on_policy)
             inserted = len(self.buffer.insert(on_policy, iteration))
         pruned = 0
@@ -103,6 +150,7 @@ class DGRPOMethod:
             pruned = len(batch) - len(kept)
             batch = kept
         return batch, {
+            "cooling_tasks": self._cooling,
             "spa_adjusted": spa_adjusted,
             "replayed": replayed,
             "buffer_inserted": inserted,
@@ -120,10 +168,8 @@ class DGRPOMethod:
         return {"buffer": self.buffer, "curriculum": self.curriculum.state.model_dump(mode="json")}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        from agent_runtime.trainers.online.curriculum import CurriculumState
-
         self.buffer = state["buffer"]
-        self.curriculum = FailureCurriculum(
+        self._curriculum = FailureCurriculum(
             CurriculumState.model_validate(state["curriculum"]), **self._fcf_rules()
         )
         if self.cfg.fcf:

@@ -25,7 +25,10 @@ it without a traceback — and leaves the iteration unsaved, hence resumable.
 tempered one (:mod:`.policy_gradient`). At temperature 1 they coincide; otherwise
 (``behaviour_logprobs="auto"``) or always (``"recompute"``) the trainer rescores every fresh
 step with the policy that sampled it — exact, since no update happened in between, and it also
-absorbs numeric differences between a bf16 server and the trainer.
+absorbs numeric differences between a bf16 server and the trainer. A call the trace records as
+sampled at another temperature (a re-ask at a runtime config's ``reask_temperature``; the
+rollout worker prevents it, a trace from elsewhere may not) is kept out of the loss
+(:meth:`~.samples.Trajectory.step_samples`); ``off_temperature_calls`` in the metrics counts them.
 """
 
 from __future__ import annotations
@@ -150,6 +153,13 @@ class OnlineTrainer:
     ) -> None:
         if not cfg.lora:
             raise ConfigError("online RL trains a LoRA adapter", hint="drop --full")
+        if cfg.top_k > 0 and opts.server_url:
+            raise ConfigError(
+                f"top_k = {cfg.top_k} cannot reach a policy server: the HTTP chat model sends only "
+                "OpenAI's fields, and vLLM's top_k is not one of them",
+                hint="set top_k to 0 with --server-url, or drop --server-url (the in-process policy "
+                "samples with top_k)",
+            )
         if opts.ray_address and not opts.server_url:
             raise ConfigError(
                 "Ray rollout workers sample from a policy server",
@@ -175,7 +185,7 @@ class OnlineTrainer:
             state_file=STATE_FILE,
             resume=opts.resume,
             overwrite=overwrite,
-            also=("rollouts",),
+            also=("rollouts", *self.method.run_files()),
         )
         self.resolved = resolve_model_ref(cfg.base)
         self.metrics: list[dict[str, Any]] = []
@@ -209,6 +219,8 @@ class OnlineTrainer:
             model.load_adapter(str(self.iterations.dir(0)), adapter_name=REF_ADAPTER, is_trainable=False)
             model.set_adapter("default")
             self.ref_adapter = REF_ADAPTER
+        # Eval mode for good: rollouts sample without dropout and the loss scores in eval mode
+        # too (policy_gradient.sampler_mode), so both see the same function.
         model.eval()
         self.engine.model = model
         self.model = model
@@ -238,6 +250,7 @@ class OnlineTrainer:
             self.opts.served_name,
             temperature=cfg.temperature,
             top_p=cfg.top_p,
+            top_k=cfg.top_k,
             max_tokens=cfg.max_new_tokens,
         )
 
@@ -322,7 +335,7 @@ class OnlineTrainer:
         try:
             self._maybe_rescore(fresh)
             batch, method_metrics = self.method.build_batch(groups, it, self._kl_of)
-            samples = flatten(batch)
+            samples = flatten(batch, self.cfg.temperature)
             update = None
             if samples:
                 stats = policy_gradient_step(
@@ -336,7 +349,6 @@ class OnlineTrainer:
         except Exception as exc:  # noqa: BLE001 - every failure becomes one message, never a traceback
             raise self._update_failed(it, exc) from exc
         rewards_by_task = {tid: [float(t.reward or 0.0) for t in g] for tid, g in groups.items()}
-        self.model.eval()
         self.method.end_iteration(rewards_by_task)
         t_update = time.perf_counter() - t1
         episodes = [r.episode for r in results]
@@ -355,6 +367,7 @@ class OnlineTrainer:
             "malformed_rate": sum(e.malformed for e in episodes)
             / max(1, sum(e.policy_calls for e in episodes)),
             "truncated": sum(e.truncated for e in episodes),
+            "off_temperature_calls": sum(t.length for t in batch) - len(samples),
             "batch_trajectories": len(batch),
             "update": update,
             "time_rollouts_s": round(t_rollouts, 3),

@@ -16,19 +16,48 @@ Two ways to serve the trained role during rollouts:
 Both ask for ``logprobs`` and ``return_token_ids``. **Log-probs are of the raw distribution**
 (vLLM's default ``logprobs_mode``; our server does the same); the loss compares them with the
 tempered one, so at a temperature other than 1 the trainer rescores the behaviour log-probs
-itself before the update (:mod:`.loop`). ``top_k`` is not sent (not an OpenAI field).
+itself before the update (:mod:`.loop`).
+
+**top-k.** The in-process policy samples with the config's ``top_k`` (:class:`PolicyChatModel`
+puts it in the request; the engine honours it per request). The HTTP chat model sends only
+OpenAI's fields, so there is no way to pass vLLM's ``top_k`` to a policy server: the loop
+refuses ``top_k > 0`` with ``--server-url`` instead of silently sampling without it. Top-k and
+top-p truncate the sampler's distribution, but the loss, and any rescoring of behaviour
+log-probs, use the tempered *full* distribution on both sides of the ratio (as TRL and vLLM
+do): on-policy ratios stay exactly 1, where scoring the truncated μ would put every ratio at the
+kept mass (< 1) and clip good samples.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import BaseMessage
+from pydantic import Field
+
 from agent_runtime.errors import ModelError
+from agent_runtime.models.transformers_chat import TransformersChatModel
 
 
 def version_name(name: str, version: int) -> str:
     return f"{name}-v{version:04d}"
+
+
+class PolicyChatModel(TransformersChatModel):
+    """The in-process chat model of the trained role: the shared one plus ``top_k``, which the
+    shared request body does not carry but the engine samples with (module docstring)."""
+
+    top_k: int = Field(0, ge=0, description="top-k sampling (0: off)")
+
+    def build_body(
+        self, messages: Sequence[BaseMessage], stop: list[str] | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        body = super().build_body(messages, stop, **kwargs)
+        if self.top_k > 0:
+            body["top_k"] = self.top_k
+        return body
 
 
 class InProcessPolicy:
@@ -36,17 +65,17 @@ class InProcessPolicy:
 
     kind = "in-process"
 
-    def __init__(self, engine: Any, name: str, *, temperature: float, top_p: float, max_tokens: int) -> None:
+    def __init__(
+        self, engine: Any, name: str, *, temperature: float, top_p: float, max_tokens: int, top_k: int = 0
+    ) -> None:
         self.engine = engine
         self.name = name
-        self.sampling = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
+        self.sampling = {"temperature": temperature, "top_p": top_p, "top_k": top_k, "max_tokens": max_tokens}
         self.current = version_name(name, 0)
         engine.served_name = self.current
 
     def chat_model(self, seed: int) -> Any:
-        from agent_runtime.models.transformers_chat import TransformersChatModel
-
-        model = TransformersChatModel(
+        model = PolicyChatModel(
             path=str(self.engine.path),
             seed=seed,
             logprobs=True,

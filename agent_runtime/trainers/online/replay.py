@@ -12,20 +12,27 @@ advantages are computed for the group.
   positive advantage go in ("positive" replay: a trajectory with A ≤ 0 teaches nothing worth
   repeating);
 * *mixture sampling*: an update's batch is the on-policy trajectories plus at most ⌊γ·M⌋ buffer
-  trajectories (M = on-policy count), highest stored advantage first. The paper's
+  trajectories (M = on-policy count), "with the highest *current* advantage" (the paper's
+  words). The buffer stores trajectories; the advantage a replay carries into an update is its
+  current one, worked out by the trainer (``rescore``: the reward and advantage it would get in
+  this iteration's group of its task), never the one it had in the group it was sampled in —
+  that group's baseline is gone, and a task the policy has since learnt would keep pushing a
+  stale positive. Entries that cannot be scored now (``rescore`` returns None) or whose current
+  advantage is ≤ 0 are not replayed and stay (DAPR replays *positives*). The paper's
   "additionally sampled" and its Figure 3 ("a mixture of on-policy data and the buffer") read as
   replay *added* to the on-policy batch; with Table 4's γ = 1 a replacing reading would leave no
   on-policy data at all. Each entry is replayed at most ``max_replays`` times (default 1: "expected
   to be additionally sampled only once on average"), then leaves the buffer;
 * *eviction* (reference code): entries older than ``max_age`` iterations leave; beyond
   ``capacity`` the lowest ``α·norm_adv + (1−α)·recency`` goes first, with ``norm_adv`` the
-  advantage min-max scaled over the buffer (1 when all are equal) and
+  advantage *at insertion* min-max scaled over the buffer (1 when all are equal) and
   ``recency = 1 − age/max_age``;
 * :func:`prune_negatives` keeps positive:negative at 1:2 at most in a batch.
 
-One DGRPO iteration, in this order: A_traj per group → ``batch = buffer.mix(on_policy, it)``
-(replays of *earlier* iterations) → ``buffer.insert(on_policy, it)`` (so nothing is replayed in
-the batch it was sampled in) → trajectory KL of the negatives → ``prune_negatives(batch)``.
+One DGRPO iteration, in this order: A_traj per group → ``batch = buffer.mix(on_policy, it,
+rescore)`` (replays of *earlier* iterations, at their current advantage) →
+``buffer.insert(on_policy, it)`` (so nothing is replayed in the batch it was sampled in) →
+``prune_negatives(batch)`` (trajectory KL of the tied negatives).
 
 **Stale behaviour log-probs.** A replayed trajectory carries the log-probs of the policy that
 sampled it, possibly several updates ago. We keep them and correct with *truncated importance
@@ -45,6 +52,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from agent_runtime.trainers.online.samples import Trajectory
+
+#: A buffered trajectory's current (reward, advantage), or None when it cannot be scored now.
+Rescore = Callable[[Trajectory], tuple[float, float] | None]
+#: Advantages closer than this are equal for pruning (the same group outcome in two groups can
+#: differ in the last bits), so trajectory KL decides between them.
+ADVANTAGE_TIE = 1e-9
 
 
 class SuccessReplay:
@@ -172,27 +185,34 @@ class DAPRBuffer:
             del self._entries[worst]
         return chosen
 
-    def draw(self, n: int, iteration: int) -> list[Trajectory]:
-        """Up to ``n`` replay copies, highest stored advantage first."""
+    def draw(self, n: int, iteration: int, rescore: Rescore) -> list[Trajectory]:
+        """Up to ``n`` replay copies carrying their current reward and advantage, highest current
+        advantage first (equal ones: the older entry first); only positive ones are drawn."""
         self.expire(iteration)
         if n <= 0:
             return []
-        order = sorted(range(len(self._entries)), key=lambda i: self._entries[i].advantage, reverse=True)[:n]
+        scored = []
+        for entry in self._entries:
+            current = rescore(entry.trajectory)
+            if current is not None and current[1] > 0.0:
+                scored.append((entry, current))
+        scored.sort(key=lambda ec: ec[1][1], reverse=True)
         drawn = []
-        for i in order:
-            entry = self._entries[i]
+        for entry, (reward, advantage) in scored[:n]:
             entry.replays += 1
             copy = entry.trajectory.replayed()
-            copy.advantage = entry.advantage
+            copy.reward, copy.advantage = reward, advantage
             drawn.append(copy)
         self._entries = [e for e in self._entries if e.replays < self.max_replays]
         return drawn
 
-    def mix(self, on_policy: Sequence[Trajectory], iteration: int, *, gamma: float = 1.0) -> list[Trajectory]:
+    def mix(
+        self, on_policy: Sequence[Trajectory], iteration: int, rescore: Rescore, *, gamma: float = 1.0
+    ) -> list[Trajectory]:
         """The update batch: ``on_policy`` plus at most ⌊γ·M⌋ replayed trajectories (M = len(on_policy))."""
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {gamma}")
-        return list(on_policy) + self.draw(math.floor(gamma * len(on_policy)), iteration)
+        return list(on_policy) + self.draw(math.floor(gamma * len(on_policy)), iteration, rescore)
 
 
 def prune_negatives(
@@ -203,28 +223,32 @@ def prune_negatives(
 ) -> list[Trajectory]:
     """Drop negative-advantage trajectories until negatives ≤ ratio × positives (MobileRL §4.3.2).
 
-    Which negatives go: when every negative has a trajectory KL (``Trajectory.kl``), the highest
-    KL first — the paper discards "in descending order of trajectory-level KL", i.e. the samples
-    furthest off-policy, whose gradients are the noisiest — ties broken by the lowest advantage;
-    without KL values, the lowest advantage first. Zero-advantage trajectories are neither
-    positive nor negative and stay; order is preserved. ``kl_of`` (the current policy's KL)
-    scores the negatives — only when something is to be dropped: it costs a forward pass per step.
+    The paper discards "the lowest-advantage trajectories in descending order of trajectory-level
+    KL" ("to reduce the probability of introducing noisy samples"): the lowest advantage goes
+    first, and KL only orders negatives of equal advantage (within :data:`ADVANTAGE_TIE`; every failure of a
+    group shares one advantage), the highest KL, furthest off-policy, first. On-policy KL is
+    float noise, so ranking by KL first would drop near-random negatives. ``kl_of`` (the current
+    policy's KL, a forward pass per step) scores only the negatives tied at the cut; without it a
+    stored ``Trajectory.kl`` is used, and when a tied one has none the earlier in the batch goes.
+    Zero-advantage trajectories are neither positive nor negative and stay; order is preserved.
     """
     advs = [t.adv() for t in trajectories]
     positives = sum(1 for a in advs if a > 0)
-    negatives = [i for i, a in enumerate(advs) if a < 0]
+    negatives = sorted((i for i, a in enumerate(advs) if a < 0), key=lambda i: advs[i])
     allowed = math.floor(max_negatives_per_positive * positives)
     excess = len(negatives) - allowed
     if excess <= 0:
         return list(trajectories)
-    if kl_of is not None:
-        for i in negatives:
-            trajectories[i].kl = kl_of(trajectories[i])
-    kls = [trajectories[i].kl for i in negatives]
-    if all(kl is not None for kl in kls):
-        kl_by_index = dict(zip(negatives, kls, strict=True))
-        order = sorted(negatives, key=lambda i: (-(kl_by_index[i] or 0.0), advs[i]))
-    else:
-        order = sorted(negatives, key=lambda i: advs[i])
-    dropped = set(order[:excess])
+    cut = advs[negatives[excess - 1]]
+    below = [i for i in negatives if advs[i] < cut - ADVANTAGE_TIE]
+    tied = sorted(i for i in negatives if abs(advs[i] - cut) <= ADVANTAGE_TIE)  # batch order
+    dropped = set(below)
+    if len(below) + len(tied) > excess:
+        if kl_of is not None:
+            for i in tied:
+                trajectories[i].kl = kl_of(trajectories[i])
+        kls = [trajectories[i].kl for i in tied]
+        if all(kl is not None for kl in kls):
+            tied.sort(key=lambda i: -(trajectories[i].kl or 0.0))
+    dropped.update(tied[: excess - len(below)])
     return [t for i, t in enumerate(trajectories) if i not in dropped]

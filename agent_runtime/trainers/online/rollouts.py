@@ -17,6 +17,9 @@ sampling seeds, each on its own phone.
   advantage (a malformed attempt is exactly what TRPO's format penalty targets), so T counts
   calls, not executed actions;
 * ``malformed_actions`` = calls whose reply did not parse;
+* each step keeps the sampling temperature its call recorded (``extra.rl.temperature``), so a
+  call sampled at another temperature than the loss's is kept out of the loss
+  (:meth:`~.samples.Trajectory.step_samples`) rather than trained as on-policy;
 * pixel values are rebuilt from the recorded screenshots: each is resized with the role's image
   budget exactly as the caller did (same encoder, same ``image_format``/``jpeg_quality``, so
   the same pixels: encoding is deterministic), then run through *our*
@@ -24,6 +27,14 @@ sampling seeds, each on its own phone.
   processor from the same base directory). The number of image tokens in the recorded prompt is
   checked against the rebuilt ``image_grid_thw``; a mismatch means the server and the trainer
   preprocess images differently and is an error, never silently trained on.
+
+**Re-asks sample like the policy.** A runtime config may give the trained role a
+``reask_temperature`` (the demo's is 0.7) so that a greedy model asked again does not repeat
+itself; in a rollout that would make every re-ask off-policy. :class:`RolloutWorker` sets the
+trained role's ``reask_temperature`` to the policy's own temperature, and the caller seeds each
+re-ask from the rollout's sampling seed and the attempt
+(:func:`~agent_runtime.roles.caller.reask_seed`), so re-asks are on-policy samples, independent
+across a group.
 
 An episode's step budget is the tightest of the task's own, the runtime config's
 ``[graph] max_steps`` and the RL option ``max_turns`` (``--max-turns``), see :func:`episode_budget`.
@@ -198,6 +209,7 @@ def trajectory_from_run(
                 completion_ids=rl["token_ids"],
                 behaviour_logprobs=tuple(min(x, 0.0) for x in rl["logprobs"]),
                 multimodal=multimodal,
+                temperature=rl.get("temperature"),
             )
         )
         malformed += 0 if call.valid else 1
@@ -265,6 +277,17 @@ class RolloutWorker:
             processor, sent.budget, fmt=sent.image_format, jpeg_quality=sent.jpeg_quality
         )
 
+    def _reasking_like(self, policy: Any) -> RuntimeConfig:
+        """The config with the trained role's re-asks at the policy's own temperature (module
+        docstring): a different ``reask_temperature`` would sample re-asks off-policy."""
+        temperature = getattr(policy, "temperature", None)
+        if temperature is None:
+            return self.config
+        role = self.config.role(self.role)  # type: ignore[arg-type]
+        roles: dict[Any, Any] = dict(self.config.roles)
+        roles[self.role] = role.model_copy(update={"reask_temperature": temperature})
+        return self.config.model_copy(update={"roles": roles})
+
     def play(self, request: RolloutRequest) -> RolloutResult:
         """Set up the instance on a fresh phone, run the agent, judge, convert (see module doc)."""
         from agent_runtime.runtime import Runtime
@@ -283,8 +306,9 @@ class RolloutWorker:
             group_index=request.group_index,
         )
         budget = episode_budget(task.max_steps, self.config.graph.max_steps, self.max_turns)
-        models = {**self.other_models, self.role: self.policy(request.sample_seed)}
-        runtime = Runtime(self.config, models=models, runs_dir=self.runs_dir)
+        policy = self.policy(request.sample_seed)
+        models = {**self.other_models, self.role: policy}
+        runtime = Runtime(self._reasking_like(policy), models=models, runs_dir=self.runs_dir)
         phone = SimPhone(seed=request.task_seed)
         try:
             task.setup(phone)

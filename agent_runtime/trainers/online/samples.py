@@ -28,13 +28,15 @@ class StepTokens:
     """One policy call: the prompt it saw, the completion it sampled, the behaviour log-probs.
 
     ``multimodal`` holds the processor's image tensors for the prompt (``pixel_values``,
-    ``image_grid_thw``); text-only prompts leave it empty.
+    ``image_grid_thw``); text-only prompts leave it empty. ``temperature`` is the sampling
+    temperature the call actually used, as its trace recorded it (None: not recorded).
     """
 
     prompt_ids: tuple[int, ...]
     completion_ids: tuple[int, ...]
     behaviour_logprobs: tuple[float, ...]
     multimodal: Mapping[str, Any] = field(default_factory=dict)
+    temperature: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prompt_ids", tuple(int(i) for i in self.prompt_ids))
@@ -105,15 +107,37 @@ class Trajectory:
         """A copy marked as replayed (the original in the buffer stays as it is)."""
         return dataclasses.replace(self, steps=list(self.steps), is_replay=True)
 
-    def step_samples(self) -> list[StepSample]:
-        """Every step with this trajectory's advantage (the same Â for all steps of τ)."""
+    def step_samples(self, temperature: float | None = None) -> list[StepSample]:
+        """The steps with this trajectory's advantage (the same Â for all steps of τ).
+
+        With ``temperature`` (the loss's), a step recorded as sampled at another temperature
+        is left out: its tokens came from another distribution than the one its behaviour
+        log-probs describe (the server's raw ones, or the trainer's rescoring at the loss's
+        temperature), so its ratio would read 1 — an off-policy sample trained as on-policy.
+        It still counts in T (it was a call of the trajectory) and in ``malformed_actions``.
+        """
         advantage = self.adv()
         return [
             StepSample(tokens=s, advantage=advantage, trajectory_steps=self.length, is_replay=self.is_replay)
             for s in self.steps
+            if sampled_at(s, temperature)
         ]
 
 
-def flatten(trajectories: list[Trajectory]) -> list[StepSample]:
-    """All steps of all trajectories, in order (what one policy update consumes)."""
-    return [sample for t in trajectories for sample in t.step_samples()]
+def sampled_at(step: StepTokens, temperature: float | None) -> bool:
+    """Whether ``step`` may be trained as sampled at ``temperature`` (None, either side: unknown,
+    so yes).
+
+    >>> step = StepTokens((1,), (2,), (-0.5,), temperature=0.7)
+    >>> sampled_at(step, 0.7), sampled_at(step, 1.0), sampled_at(step, None)
+    (True, False, True)
+    """
+    if temperature is None or step.temperature is None:
+        return True
+    return math.isclose(step.temperature, temperature, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def flatten(trajectories: list[Trajectory], temperature: float | None = None) -> list[StepSample]:
+    """All steps of all trajectories, in order (what one policy update consumes); with
+    ``temperature``, without the steps sampled at another one (:meth:`Trajectory.step_samples`)."""
+    return [sample for t in trajectories for sample in t.step_samples(temperature)]

@@ -5,8 +5,10 @@ Per iteration, on the groups of G rollouts (:mod:`.loop` plays them and runs the
 1. **Success replay** — a group that only failed gets one stored success of its task in place
    of a random failure (:class:`~.replay.SuccessReplay`), *before* rewards are computed;
 2. **rewards** — R(τ) = 1[success] + the format penalty when any call was malformed;
-3. **advantages** — Â_τ = (R − R̄)/(σ_R + ε) with running statistics over every trajectory seen,
-   shared by all steps of τ;
+3. **advantages** — Â_τ = (R − R̄)/(σ_R + ε) with running statistics over every trajectory
+   observed, shared by all steps of τ. The statistics take this iteration's fresh rollouts
+   once each — the failure a replay replaced included, the injected success not: it was
+   counted when it was sampled, and re-counting it at every injection would drag R̄ up;
 4. the fresh successes go into the replay buffer (so a group never replays itself);
 5. the batch is every trajectory's steps, weighted 1/T, averaged over the batch's tokens.
 
@@ -54,13 +56,18 @@ class TRPOMethod:
             filled, did = self.replay.fill_group(group) if self.cfg.success_replay else (list(group), False)
             injected += int(did)
             batch += filled
-        rewards = [
-            task_reward(t.success, t.malformed_actions, format_penalty=self.cfg.format_penalty) for t in batch
-        ]
-        advantages = trpo_advantages(rewards, self.stats, epsilon=self.cfg.advantage_epsilon)
-        for t, r, a in zip(batch, rewards, advantages, strict=True):
-            t.reward, t.advantage = r, a
         fresh = [t for g in groups.values() for t in g]
+        replays = [t for t in batch if t.is_replay]
+        for t in fresh + replays:  # a replaced failure too: the loop reports every fresh reward
+            t.reward = task_reward(t.success, t.malformed_actions, format_penalty=self.cfg.format_penalty)
+        advantages = trpo_advantages(
+            [float(t.reward or 0.0) for t in batch],
+            self.stats,
+            observed=[float(t.reward or 0.0) for t in fresh],
+            epsilon=self.cfg.advantage_epsilon,
+        )
+        for t, adv in zip(batch, advantages, strict=True):
+            t.advantage = adv
         stored = self.replay.add(fresh) if self.cfg.success_replay else 0
         return batch, {
             "replay_injected": injected,
@@ -72,6 +79,10 @@ class TRPOMethod:
 
     def end_iteration(self, rewards_by_task: dict[str, list[float]]) -> None:
         """TRPO keeps no per-task curriculum."""
+
+    def run_files(self) -> tuple[str, ...]:
+        """TRPO keeps no run-level file of its own in OUT (its state is in ``rl_state.pt``)."""
+        return ()
 
     def state_dict(self) -> dict[str, Any]:
         return {"stats": self.stats.to_dict(), "replay": self.replay}
