@@ -387,7 +387,7 @@ def stage_hints(ev: Evolution, it: int) -> dict[str, Any]:
         ),
         demos_dir,
     )
-    from agent_runtime.trainers.data.hints import EngineHintGenerator
+    from agent_runtime.trainers.data.hints import HINTED_ROLES, EngineHintGenerator
 
     generator = EngineHintGenerator.from_model_ref(
         training_ref(ev.best.ref), seed=ev.opts.seed + it, max_new_tokens=model.max_tokens or 256
@@ -397,10 +397,11 @@ def stage_hints(ev: Evolution, it: int) -> dict[str, Any]:
         [Path(r) for r in demos.runs],
         hinted_dir,
         generator,
-        roles=tuple(ev.opts.roles()),
+        # Reflector and Notetaker replies have no reasoning before their answer to verify.
+        roles=tuple(r for r in ev.opts.roles() if r in HINTED_ROLES),
         k=ev.opts.hint_samples,
         fallback=ev.opts.hint_fallback,
-        progress=lambda _stats: advance(1),
+        progress=advance,
     )
     return {
         "failed_instances": len(failed),
