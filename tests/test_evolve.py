@@ -224,3 +224,41 @@ reask = 0
     assert [d.iteration for d in again.decisions] == [1, 2]
     sft2 = json.loads((out / "iter_0002" / "stages" / "sft.json").read_text())
     assert sft2["carried_runs"] == sft["runs"]  # iteration 1's data trained on again
+
+
+def test_reasoning_free_demonstrations_keep_actions_and_train(tmp_path: Path) -> None:
+    """MobileRL's first stage: real oracle demonstrations, the Worker's thought removed, every
+    other record untouched, and the SFT sample builder reads the result."""
+    from agent_runtime.config import ModelConfig
+    from agent_runtime.roles.worker import parse_worker
+    from agent_runtime.traces import load_run
+    from agent_runtime.trainers.data.samples import collect_samples
+    from agent_runtime.trainers.demos.traces import DemoOptions, write_demos
+    from agent_runtime.trainers.evolve.reasoning import strip_reasoning
+
+    demos = write_demos(
+        DemoOptions(
+            instances=[("ClockReachTab", 0), ("SettingsReachPage", 1)],
+            prompts="compact",
+            roles=("manager", "worker"),
+            model=ModelConfig(model="m"),
+        ),
+        tmp_path / "raw",
+    )
+    assert [load_run(r).run.eval["task"] for r in demos.runs] == ["ClockReachTab", "SettingsReachPage"]
+    runs = [Path(r) for r in demos.runs]
+    rewritten = strip_reasoning(runs, tmp_path / "free", roles=("worker",))
+    for src in runs:
+        before, after = load_run(src), load_run(tmp_path / "free" / src.name)
+        assert len(before.calls) == len(after.calls) and before.steps == after.steps
+        for old, new in zip(before.calls, after.calls, strict=True):
+            if old.role == "worker" and not old.extra.get("not_a_target"):
+                assert "### Thought ###" in old.completion and "### Thought ###" not in new.completion
+                assert parse_worker(new.completion).raw_action == parse_worker(old.completion).raw_action
+            else:
+                assert new.completion == old.completion
+    assert rewritten == sum(
+        1 for r in runs for c in load_run(r).calls if c.role == "worker" and not c.extra.get("not_a_target")
+    )
+    found = collect_samples(tmp_path / "free", ["worker"])
+    assert found.samples and all("Thought" not in s.completion for s in found.samples)
