@@ -92,9 +92,13 @@ def run_evolve(args: argparse.Namespace, iterations: int, *, rl: bool) -> None:
         str(args.sft_epochs),
         "--promote-alpha",
         str(args.promote_alpha),
+        "--hint-samples",
+        str(args.hint_samples),
         "--seed",
         str(args.seed),
     ]
+    if args.max_samples:
+        cmd += ["--max-samples", str(args.max_samples)]
     if rl:
         cmd += ["--rl", "dgrpo", "--rl-iterations", str(args.rl_iterations), "--rl-lr", str(args.rl_lr)]
     if (out / "evolve.json").exists():
@@ -168,6 +172,8 @@ def main() -> None:
     p.add_argument("--sft-lr", type=float, default=1e-4)
     p.add_argument("--sft-epochs", type=float, default=1.0)
     p.add_argument("--rl-lr", type=float, default=1e-5)
+    p.add_argument("--hint-samples", type=int, default=1)
+    p.add_argument("--max-samples", type=int, default=None, help="cap on SFT rows per role per iteration")
     p.add_argument("--promote-alpha", type=float, default=0.2)
     p.add_argument("--workers", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)

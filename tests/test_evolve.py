@@ -262,3 +262,74 @@ def test_reasoning_free_demonstrations_keep_actions_and_train(tmp_path: Path) ->
     )
     found = collect_samples(tmp_path / "free", ["worker"])
     assert found.samples and all("Thought" not in s.completion for s in found.samples)
+
+
+def test_task_list_lines_are_checked(tmp_path: Path) -> None:
+    from agent_runtime.trainers.evolve.tasklist import load_task_list
+
+    path = tmp_path / "tasks.jsonl"
+    path.write_text('{"goal": "a", "split": "train"}\n{"goal": "b", "split": "dev"}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"tasks.jsonl:2: not a task"):
+        load_task_list(path)
+    path.write_text('{"goal": "a", "split": "train"}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="has no test task"):
+        load_task_list(path)
+    with pytest.raises(ValueError, match="needs --critic-model"):
+        EvolveOptions(out=tmp_path, task_list=path)
+
+
+@pytest.mark.train
+def test_evolve_on_a_task_list_judged_by_the_trajectory_critic(tmp_path: Path, tiny_lm_dir: Path) -> None:
+    """Any device with a task list: episodes run on the device (SimPhone here, addressed as a plain
+    device with free-text goals) and the critic over HTTP decides success. This scripted critic
+    says Correct only when the goal carries hints: every rollout fails, the failed train task
+    with hints is replayed with them and judged correct, and its prompts lose the hints before
+    hint-guided sampling reads them."""
+    from tests.doubles import ScriptedOpenAIServer
+    from tests.test_critic import classify, verdict_reply
+
+    def verdict(call: object) -> str:
+        return verdict_reply("Correct" if "Hints:" in call.prompt else "Incorrect")  # type: ignore[attr-defined]
+
+    script = {"critic_caption": "### Caption ###\nA phone screen.", "critic_text": verdict,
+              "critic_multimodal": verdict}  # fmt: skip
+    tasks = tmp_path / "tasks.jsonl"
+    lines = [
+        {
+            "id": "alarms",
+            "goal": "Open the Clock app.",
+            "split": "train",
+            "hints": ["Tap Clock on the home screen"],
+        },
+        {"id": "plain", "goal": "Open the Notes app.", "split": "train"},
+        {"id": "held", "goal": "Open the Settings app.", "split": "test"},
+    ]
+    tasks.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    with ScriptedOpenAIServer(script, classify=classify) as server:
+        runtime = _tiny_runtime(tiny_lm_dir, tmp_path / "runs")
+        runtime.models["critic"] = ModelConfig(base_url=server.base_url, model="scripted-http", retries=0)
+        opts = EvolveOptions(
+            out=tmp_path / "ev", task_list=tasks, device="simphone", critic_model="critic", workers=1,
+            hint_samples=1, sft_max_steps=1,
+        )  # fmt: skip
+        state = Evolution(opts, runtime).run()
+    it1 = tmp_path / "ev" / "iter_0001"
+    rollouts = EvalReport.model_validate_json((it1 / "rollouts.json").read_text())
+    assert sorted(r.task for r in rollouts.results) == ["alarms", "plain"] and rollouts.successes == 0
+    assert rollouts.suite == "task-list" and all(r.check == "trajectory critic" for r in rollouts.results)
+    held = EvalReport.model_validate_json((tmp_path / "ev" / "iter_0000" / "eval.json").read_text())
+    assert [r.task for r in held.results] == ["held"]
+    hints = json.loads((it1 / "stages" / "hints.json").read_text())
+    assert hints["failed_instances"] == 2 and hints["demos"] == 1
+    assert hints["skipped"] == {"plain": "no hints in the task list"}
+    from agent_runtime.traces import iter_runs, load_run
+
+    (replayed,) = list(iter_runs(it1 / "hinted-runs"))
+    assert (
+        load_run(replayed).run.eval["task_success"] is True and load_run(replayed).run.eval["hinted"] is True
+    )
+    assert "Hints:" in json.dumps([c.messages for c in load_run(replayed).calls])
+    (demo,) = list(iter_runs(it1 / "demos"))
+    assert "Hints:" not in json.dumps([c.messages for c in load_run(demo).calls])
+    # the tiny model wrote nothing parseable, so there is nothing to train on and nothing to promote
+    assert state.decisions[0].promoted is False and state.best is not None and state.best.iteration == 0

@@ -46,6 +46,15 @@ def register(app: typer.Typer) -> None:
         tasks: Annotated[
             str | None, typer.Option("--tasks", help="SimPhone templates to train on: globs or re:REGEX.")
         ] = None,
+        task_list: Annotated[
+            Path | None,
+            typer.Option(
+                "--task-list", help="JSONL tasks for any device (goal, split, hints); needs --critic-model."
+            ),
+        ] = None,
+        device: Annotated[
+            str | None, typer.Option("--device", help="Device spec for --task-list (default: the config's).")
+        ] = None,
         train_episodes: Annotated[
             int, typer.Option("--train-episodes", min=1, help="Train instances per template per iteration.")
         ] = 4,
@@ -130,6 +139,8 @@ def register(app: typer.Typer) -> None:
                     "recipe": recipe,
                     "iterations": iterations,
                     "tasks": tasks,
+                    "task_list": task_list,
+                    "device": device,
                     "train_episodes": train_episodes,
                     "eval_tasks": eval_tasks,
                     "eval_episodes": eval_episodes,

@@ -39,6 +39,10 @@ class EvolveOptions(BaseModel):
     recipe: Recipe = "self-evolve"
     iterations: int = Field(1, ge=1, description="iterations in total (--resume counts on)")
     tasks: str | None = Field(None, description="SimPhone templates to train on (glob, re:REGEX); None: all")
+    task_list: Path | None = Field(
+        None, description="JSONL tasks for any device (goal, split, hints); success by the trajectory critic"
+    )
+    device: str | None = Field(None, description="device spec for --task-list (default: the config's)")
     train_episodes: int = Field(4, ge=1, description="train instances per template per iteration")
     eval_tasks: str | None = Field(None, description="held-out templates (default: --tasks)")
     eval_episodes: int = Field(5, ge=1, description="held-out instances per template (test split)")
@@ -74,6 +78,16 @@ class EvolveOptions(BaseModel):
     seed: int = Field(0, ge=0, description="seeds the instances, the sampling and the training")
     resume: bool = Field(False, description="continue after the last finished stage")
     overwrite: bool = Field(False, description="delete an earlier evolve run in --out first")
+
+    @model_validator(mode="after")
+    def _task_list_needs_a_critic(self) -> EvolveOptions:
+        if self.task_list is not None and self.critic_model is None:
+            raise ValueError(
+                "--task-list needs --critic-model: without a task checker the critic judges success"
+            )
+        if self.task_list is not None and self.recipe == "mobilerl":
+            raise ValueError("--recipe mobilerl starts from oracle demonstrations, which only SimPhone has")
+        return self
 
     @model_validator(mode="before")
     @classmethod

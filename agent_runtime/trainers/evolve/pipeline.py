@@ -245,13 +245,22 @@ class Evolution:
         if runs_dir.exists():  # a stage cut off half-way is replayed from its start
             shutil.rmtree(runs_dir)
         temperature = self.opts.rollout_temperature if rollouts else None
-        policy = AgentPolicy(self.config_with(ref, runs_dir=runs_dir, temperature=temperature))
         iteration = int(where.name.removeprefix("iter_"))
         progress: dict[str, Advance] = {}
 
         def on_plan(n: int) -> None:
             progress["advance"] = self.track("rollouts" if rollouts else "held-out eval", n)
 
+        if self.opts.task_list is not None:
+            on_plan(sum(1 for t in self.listed() if t.split == split))
+            report = self._play_list(
+                ref, runs_dir, split, temperature, on_result=lambda _r: progress["advance"](1)
+            )
+            _atomic_write(
+                where / ("rollouts.json" if rollouts else "eval.json"), report.model_dump_json(indent=2)
+            )
+            return report
+        policy = AgentPolicy(self.config_with(ref, runs_dir=runs_dir, temperature=temperature))
         report = evaluate(
             policy,
             tasks=self.opts.tasks if rollouts else self.opts.held_out_tasks(),
@@ -268,6 +277,39 @@ class Evolution:
         name = "rollouts.json" if rollouts else "eval.json"
         _atomic_write(where / name, report.model_dump_json(indent=2))
         return report
+
+    def listed(self) -> list[Any]:
+        from agent_runtime.trainers.evolve.tasklist import load_task_list
+
+        assert self.opts.task_list is not None
+        return load_task_list(self.opts.task_list)
+
+    def critic(self, *, steps: bool) -> Any:
+        from agent_runtime.cli.judge import build_judge
+
+        return build_judge(
+            self.runtime, model=self.opts.critic_model, text_model=None, steps=steps, trajectory=not steps,
+            max_images=8,
+        )  # fmt: skip
+
+    def _play_list(
+        self,
+        ref: str,
+        runs_dir: Path,
+        split: str,
+        temperature: float | None,
+        *,
+        on_result: Callable[[Any], None] | None = None,
+        hinted: list[Any] | None = None,
+    ) -> EvalReport:
+        """The task list's ``split`` on ``--device`` (module docstring of :mod:`.tasklist`)."""
+        from agent_runtime.trainers.evolve.tasklist import play
+
+        device = self.opts.device or self.runtime.device.spec
+        config = self.config_with(ref, runs_dir=runs_dir, temperature=temperature)
+        tasks = hinted if hinted is not None else self.listed()
+        judge = self.critic(steps=False)
+        return play(tasks, config, device, judge, split=split, hinted=hinted is not None, on_result=on_result)
 
     def _candidate(self, it: int) -> str | None:
         """The newest model this iteration trained (rl over irr over sft), None when none."""
@@ -343,7 +385,13 @@ def stage_critics(ev: Evolution, it: int) -> dict[str, Any]:
     from agent_runtime.trainers.critics.judge import store
 
     judge = build_judge(
-        ev.runtime, model=ev.opts.critic_model, text_model=None, steps=True, trajectory=True, max_images=8
+        ev.runtime,
+        model=ev.opts.critic_model,
+        text_model=None,
+        steps=True,
+        # task-list episodes were judged by the trajectory critic already, as they were played
+        trajectory=ev.opts.task_list is None,
+        max_images=8,
     )
     dirs = list(iter_runs(ev._dir(it) / "rollouts"))
     advance = ev.track("critics", len(dirs))
@@ -364,7 +412,8 @@ def failed_instances(report: EvalReport) -> list[tuple[str, int]]:
 
 
 def stage_hints(ev: Evolution, it: int) -> dict[str, Any]:
-    """Oracle demonstrations of the failed instances, then hint-guided rejection sampling."""
+    """Demonstrations of the failed instances (SimPhone's oracle, or a task list's own hints:
+    :mod:`.tasklist`), then hint-guided rejection sampling of the current model against them."""
     from agent_runtime.trainers.data.hints import hint_guided
     from agent_runtime.trainers.demos.traces import DemoOptions, write_demos
 
@@ -374,19 +423,25 @@ def stage_hints(ev: Evolution, it: int) -> dict[str, Any]:
         return {"failed_instances": 0, "runs": []}
     model = ev.runtime.models[ev.model_name]
     demos_dir, hinted_dir = ev._dir(it) / "demos", ev._dir(it) / "hinted"
-    for d in (demos_dir, hinted_dir):
+    for d in (demos_dir, hinted_dir, ev._dir(it) / "hinted-runs"):
         if d.exists():
             shutil.rmtree(d)
-    demos = write_demos(
-        DemoOptions(
-            instances=failed,
-            observation=model.observation,
-            prompts=model.prompts,
-            roles=tuple(ev.opts.roles()),
-            model=model,
-        ),
-        demos_dir,
-    )
+    if ev.opts.task_list is not None:
+        demo_runs, skipped = _listed_demos(ev, it, {name for name, _ in failed}, demos_dir)
+    else:
+        demos = write_demos(
+            DemoOptions(
+                instances=failed,
+                observation=model.observation,
+                prompts=model.prompts,
+                roles=tuple(ev.opts.roles()),
+                model=model,
+            ),
+            demos_dir,
+        )
+        demo_runs, skipped = [Path(r) for r in demos.runs], demos.skipped
+    if not demo_runs:
+        return {"failed_instances": len(failed), "demos": 0, "skipped": skipped}
     from agent_runtime.trainers.data.hints import HINTED_ROLES, EngineHintGenerator
 
     generator = EngineHintGenerator.from_model_ref(
@@ -394,7 +449,7 @@ def stage_hints(ev: Evolution, it: int) -> dict[str, Any]:
     )
     advance = ev.track("hint-guided sampling (calls)", None)
     stats = hint_guided(
-        [Path(r) for r in demos.runs],
+        demo_runs,
         hinted_dir,
         generator,
         # Reflector and Notetaker replies have no reasoning before their answer to verify.
@@ -405,10 +460,35 @@ def stage_hints(ev: Evolution, it: int) -> dict[str, Any]:
     )
     return {
         "failed_instances": len(failed),
-        "demos": len(demos.runs),
-        "skipped": demos.skipped,
+        "demos": len(demo_runs),
+        "skipped": skipped,
         "hints": stats.model_dump(mode="json"),
     }
+
+
+def _listed_demos(ev: Evolution, it: int, failed: set[str], out: Path) -> tuple[list[Path], dict[str, str]]:
+    """Task-list demonstrations: the failed train tasks that have hints, played again with them;
+    the runs the critic judged correct, with the hints taken back out of their prompts."""
+    from agent_runtime.traces import iter_runs
+    from agent_runtime.trainers.evolve.tasklist import unhint_runs
+
+    listed = {t.id: t for t in ev.listed()}
+    with_hints = [t for t in listed.values() if t.id in failed and t.hints]
+    skipped = {name: "no hints in the task list" for name in sorted(failed) if not listed[name].hints}
+    if not with_hints:
+        return [], skipped
+    runs_dir = ev._dir(it) / "hinted-runs"
+    report = ev._play_list(ev.best.ref, runs_dir, "train", None, hinted=with_hints)
+    solved = {r.task for r in report.results if r.success}
+    skipped |= {t.id: "failed even with its hints" for t in with_hints if t.id not in solved}
+    good = [d for d in iter_runs(runs_dir) if _run_task(d) in solved]
+    return unhint_runs(good, listed, out), skipped
+
+
+def _run_task(run_dir: Path) -> str:
+    from agent_runtime.traces import load_run
+
+    return str((load_run(run_dir).run.eval or {}).get("task"))
 
 
 def _link_runs(dirs: list[Path], data: Path) -> None:
@@ -456,7 +536,7 @@ def stage_sft(ev: Evolution, it: int) -> dict[str, Any]:
     try:
         manifest = distill("sft", config, options, echo=ev.echo, track=ev.track)
     except TrainingError as exc:
-        if "filtered out" not in exc.message and "no " not in exc.message:
+        if "filtered out" not in exc.message and not exc.message.startswith("no "):  # no data, not a fault
             raise
         ev.echo(f"iteration {it}: nothing to train on ({exc.message})")
         ev.state.carried = [str(p) for p in carried + new]
