@@ -320,7 +320,9 @@ class Evolution:
         return None
 
     def _write_manifest(self, it: int) -> None:
-        stages = {s: self._done(it, s) for s in self.opts.stages(it)}
+        # The stages that ran (a resumed run may have changed the options of later iterations).
+        ran = {p.stem for p in (self._dir(it) / "stages").glob("*.json")}
+        stages = {s: self._done(it, s) for s in STAGES if s in ran}
         decision = next((d for d in self.state.decisions if d.iteration == it), None)
         manifest = {
             "iteration": it,
