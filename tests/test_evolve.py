@@ -333,3 +333,15 @@ def test_evolve_on_a_task_list_judged_by_the_trajectory_critic(tmp_path: Path, t
     assert "Hints:" not in json.dumps([c.messages for c in load_run(demo).calls])
     # the tiny model wrote nothing parseable, so there is nothing to train on and nothing to promote
     assert state.decisions[0].promoted is False and state.best is not None and state.best.iteration == 0
+
+
+def test_evolve_cli_errors_are_one_paragraph(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from agent_runtime.cli import app
+
+    runner = CliRunner()
+    bad = runner.invoke(app, ["evolve", "--out", str(tmp_path / "o"), "--recipe", "bogus"])
+    assert bad.exit_code != 0 and "invalid evolve option recipe" in bad.output and "Traceback" not in bad.output
+    listed = runner.invoke(app, ["evolve", "--out", str(tmp_path / "o"), "--task-list", str(tmp_path / "t")])
+    assert listed.exit_code != 0 and "--task-list needs --critic-model" in listed.output

@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         model: Annotated[
             str | None,
-            typer.Option("--model", help="The [models.NAME] entry to evolve (default: the --role's)."),
+            typer.Option("--model", help="The models.NAME entry to evolve (default: the --role's model)."),
         ] = None,
         role: Annotated[
             str, typer.Option("--role", help="Roles trained by SFT, comma-separated; they share --model.")
@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         critic_model: Annotated[
             str | None,
-            typer.Option("--critic-model", help="[models.NAME] of the step and trajectory critics."),
+            typer.Option("--critic-model", help="The models.NAME entry of the step and trajectory critics."),
         ] = None,
         hints: Annotated[
             bool, typer.Option("--hints/--no-hints", help="Hint-guided rejection sampling on failed tasks.")
@@ -169,8 +169,9 @@ def register(app: typer.Typer) -> None:
             )
         except ValidationError as exc:
             err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "options"
-            raise ConfigError(f"invalid evolve option {where}: {err['msg']}") from None
+            message = str(err["msg"]).removeprefix("Value error, ")
+            where = ".".join(str(p) for p in err["loc"])
+            raise ConfigError(f"invalid evolve option {where}: {message}" if where else message) from None
         console = Console(stderr=True)
         progress = _Progress(console)
         runtime = load_config(config) if config is not None else demo_config()
