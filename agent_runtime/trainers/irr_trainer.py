@@ -57,6 +57,36 @@ class CandidateGenerator(Protocol):
     def use_adapter(self, path: Path, name: str) -> None: ...
 
 
+def sampling_request(
+    model: str | None,
+    messages: list[dict[str, Any]],
+    k: int,
+    *,
+    temperature: float,
+    top_p: float,
+    max_tokens: int,
+    seed: int,
+    call: int,
+    logprobs: bool = False,
+) -> Any:
+    """The engine request for ``k`` samples of call number ``call`` of a generator seeded with
+    ``seed``: every call its own seed, reproducible from the generator's."""
+    from agent_runtime.models.protocol import ChatCompletionRequest
+
+    return ChatCompletionRequest.model_validate(
+        {
+            "model": model,
+            "messages": messages,
+            "n": k,
+            "temperature": temperature,
+            "top_p": top_p,
+            "max_tokens": max_tokens,
+            "logprobs": logprobs,
+            "seed": seed * 100_003 + call,
+        }
+    )
+
+
 def openai_messages(step: ExpertStep, settings: PromptSettings) -> list[dict[str, Any]]:
     """The step's Worker prompt as an OpenAI chat request (screenshot as a data URL)."""
     from agent_runtime.models.images import encode_screenshot
@@ -103,21 +133,11 @@ class EngineGenerator:
             self.adapter = None
 
     def propose(self, step: ExpertStep, messages: list[dict[str, Any]], k: int) -> list[Candidate]:
-        from agent_runtime.models.protocol import ChatCompletionRequest
-
         self._calls += 1
-        request = ChatCompletionRequest.model_validate(
-            {
-                "model": self.adapter,
-                "messages": messages,
-                "n": k,
-                "temperature": self.temperature,
-                "top_p": self.top_p,
-                "max_tokens": self.max_new_tokens,
-                "logprobs": True,
-                "seed": self.seed * 100_003 + self._calls,
-            }
-        )
+        request = sampling_request(
+            self.adapter, messages, k, temperature=self.temperature, top_p=self.top_p,
+            max_tokens=self.max_new_tokens, seed=self.seed, call=self._calls, logprobs=True,
+        )  # fmt: skip
         reply = self.engine.chat(request)
         out = []
         for choice in reply.choices:

@@ -425,20 +425,13 @@ class EngineHintGenerator:
         return f"{self.engine.served_name}+{self.engine.adapters[self.adapter]}"
 
     def sample(self, messages: list[dict[str, Any]], k: int) -> list[str]:
-        from agent_runtime.models.protocol import ChatCompletionRequest
+        from agent_runtime.trainers.irr_trainer import sampling_request
 
         self._calls += 1
-        request = ChatCompletionRequest.model_validate(
-            {
-                "model": self.adapter,
-                "messages": messages,
-                "n": k,
-                "temperature": self.temperature,
-                "top_p": self.top_p,
-                "max_tokens": self.max_new_tokens,
-                "seed": self.seed * 100_003 + self._calls,
-            }
-        )
+        request = sampling_request(
+            self.adapter, messages, k, temperature=self.temperature, top_p=self.top_p,
+            max_tokens=self.max_new_tokens, seed=self.seed, call=self._calls,
+        )  # fmt: skip
         return [choice.message.content for choice in self.engine.chat(request).choices]
 
     def continue_greedy(self, messages: list[dict[str, Any]], prefix: str) -> str:
