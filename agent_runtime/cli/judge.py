@@ -18,76 +18,7 @@ from rich.table import Table
 from agent_runtime.cli import guarded
 
 if TYPE_CHECKING:
-    from agent_runtime.config import ModelConfig, RuntimeConfig
-    from agent_runtime.roles.caller import RoleCaller
-    from agent_runtime.trainers.critics.judge import Judge, JudgeReport
-
-CRITIC_MODEL = "critic"
-CRITIC_TEXT_MODEL = "critic_text"
-
-
-def critic_models(
-    config: RuntimeConfig, model: str | None, text_model: str | None
-) -> tuple[ModelConfig, ModelConfig]:
-    """(multimodal critic, text-channel critic) model configs, by the rules in the module docstring."""
-    from agent_runtime.errors import ConfigError
-
-    def named(name: str) -> ModelConfig:
-        if name not in config.models:
-            known = ", ".join(sorted(config.models)) or "none"
-            raise ConfigError(
-                f"no model named {name!r} in the config (defined: {known})",
-                hint=f"add a [models.{name}] table or pass another --model",
-            )
-        return config.models[name]
-
-    if model is not None:
-        mm = named(model)
-    elif CRITIC_MODEL in config.models:
-        mm = config.models[CRITIC_MODEL]
-    else:
-        mm = config.model_for("reflector")
-    if text_model is not None:
-        text = named(text_model)
-    else:
-        text = config.models.get(CRITIC_TEXT_MODEL, mm)
-    return mm, text
-
-
-def _caller(role: str, cfg: ModelConfig, template: str, reask: int) -> RoleCaller:
-    from agent_runtime.models import make_chat_model
-    from agent_runtime.roles.caller import RoleCaller
-    from agent_runtime.roles.templates import load_template
-
-    return RoleCaller(role, make_chat_model(cfg), cfg, load_template(template), reask=reask)
-
-
-def build_judge(
-    config: RuntimeConfig,
-    *,
-    model: str | None,
-    text_model: str | None,
-    steps: bool,
-    trajectory: bool,
-    max_images: int,
-) -> Judge:
-    from agent_runtime.trainers.critics import step as critic
-    from agent_runtime.trainers.critics import trajectory as critic_trajectory
-    from agent_runtime.trainers.critics.judge import Judge
-
-    mm, text = critic_models(config, model, text_model)
-    reask = config.graph.reask
-    return Judge(
-        step=_caller("critic_step", mm, critic.TEMPLATE, reask) if steps else None,
-        caption=_caller("critic_caption", mm, critic_trajectory.CAPTION_TEMPLATE, reask)
-        if trajectory
-        else None,
-        text=_caller("critic_text", text, critic_trajectory.TEXT_TEMPLATE, reask) if trajectory else None,
-        multimodal=_caller("critic_multimodal", mm, critic_trajectory.MULTIMODAL_TEMPLATE, reask)
-        if trajectory
-        else None,
-        max_images=max_images,
-    )
+    from agent_runtime.trainers.critics.judge import JudgeReport
 
 
 def _summary(reports: list[JudgeReport]) -> Table:
@@ -190,6 +121,8 @@ def register(app: typer.Typer) -> None:
                 console.print(f"skip {run.run.run_id}: already judged (--force to judge again)")
                 continue
             runs.append(run)
+        from agent_runtime.trainers.critics.judge import build_judge
+
         judge_ = build_judge(
             cfg, model=model, text_model=text_model, steps=steps, trajectory=trajectory, max_images=max_images
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,6 +43,9 @@ from agent_runtime.trainers.critics.trajectory import (
     parse_trajectory_verdict,
     pick_images,
 )
+
+if TYPE_CHECKING:
+    from agent_runtime.config import ModelConfig, RuntimeConfig
 
 Progress = Callable[[str], None]
 
@@ -244,3 +248,76 @@ def store(run: LoadedRun, report: JudgeReport) -> None:
         append_step_labels(run.dir, report.step_labels)
     if report.trajectory is not None:
         write_trajectory_label(run, report.trajectory)
+
+
+# -- building the critics from a config ---------------------------------------------------------
+
+CRITIC_MODEL = "critic"
+CRITIC_TEXT_MODEL = "critic_text"
+
+
+def critic_models(
+    config: RuntimeConfig, model: str | None, text_model: str | None
+) -> tuple[ModelConfig, ModelConfig]:
+    """(multimodal critic, text-channel critic) model configs: ``model`` (a ``[models.NAME]``
+    entry) for the step critic, captions and multimodal channel — by default ``[models.critic]``
+    when the config has one, else the Reflector's model; ``text_model`` for the text channel —
+    by default ``[models.critic_text]``, else the same model."""
+    from agent_runtime.errors import ConfigError
+
+    def named(name: str) -> ModelConfig:
+        if name not in config.models:
+            known = ", ".join(sorted(config.models)) or "none"
+            raise ConfigError(
+                f"no model named {name!r} in the config (defined: {known})",
+                hint=f"add a [models.{name}] table or pass another --model",
+            )
+        return config.models[name]
+
+    if model is not None:
+        mm = named(model)
+    elif CRITIC_MODEL in config.models:
+        mm = config.models[CRITIC_MODEL]
+    else:
+        mm = config.model_for("reflector")
+    if text_model is not None:
+        text = named(text_model)
+    else:
+        text = config.models.get(CRITIC_TEXT_MODEL, mm)
+    return mm, text
+
+
+def _caller(role: str, cfg: ModelConfig, template: str, reask: int) -> RoleCaller:
+    from agent_runtime.models import make_chat_model
+    from agent_runtime.roles.caller import RoleCaller
+    from agent_runtime.roles.templates import load_template
+
+    return RoleCaller(role, make_chat_model(cfg), cfg, load_template(template), reask=reask)
+
+
+def build_judge(
+    config: RuntimeConfig,
+    *,
+    model: str | None,
+    text_model: str | None,
+    steps: bool,
+    trajectory: bool,
+    max_images: int,
+) -> Judge:
+    """The critics ``judge`` and ``evolve`` run, from a runtime config (:func:`critic_models`)."""
+    from agent_runtime.trainers.critics import step as critic
+    from agent_runtime.trainers.critics import trajectory as critic_trajectory
+
+    mm, text = critic_models(config, model, text_model)
+    reask = config.graph.reask
+    return Judge(
+        step=_caller("critic_step", mm, critic.TEMPLATE, reask) if steps else None,
+        caption=_caller("critic_caption", mm, critic_trajectory.CAPTION_TEMPLATE, reask)
+        if trajectory
+        else None,
+        text=_caller("critic_text", text, critic_trajectory.TEXT_TEMPLATE, reask) if trajectory else None,
+        multimodal=_caller("critic_multimodal", mm, critic_trajectory.MULTIMODAL_TEMPLATE, reask)
+        if trajectory
+        else None,
+        max_images=max_images,
+    )

@@ -285,7 +285,7 @@ class Evolution:
         return load_task_list(self.opts.task_list)
 
     def critic(self, *, steps: bool) -> Any:
-        from agent_runtime.cli.judge import build_judge
+        from agent_runtime.trainers.critics.judge import build_judge
 
         return build_judge(
             self.runtime, model=self.opts.critic_model, text_model=None, steps=steps, trajectory=not steps,
@@ -382,9 +382,8 @@ def stage_rollouts(ev: Evolution, it: int) -> dict[str, Any]:
 
 def stage_critics(ev: Evolution, it: int) -> dict[str, Any]:
     """The step and trajectory critics label every rollout (``judge``'s models and code)."""
-    from agent_runtime.cli.judge import build_judge
     from agent_runtime.traces import iter_runs, load_run
-    from agent_runtime.trainers.critics.judge import store
+    from agent_runtime.trainers.critics.judge import build_judge, store
 
     judge = build_judge(
         ev.runtime,
