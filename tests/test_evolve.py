@@ -342,6 +342,8 @@ def test_evolve_cli_errors_are_one_paragraph(tmp_path: Path) -> None:
 
     runner = CliRunner()
     bad = runner.invoke(app, ["evolve", "--out", str(tmp_path / "o"), "--recipe", "bogus"])
-    assert bad.exit_code != 0 and "invalid evolve option recipe" in bad.output and "Traceback" not in bad.output
+    assert (
+        bad.exit_code != 0 and "invalid evolve option recipe" in bad.output and "Traceback" not in bad.output
+    )
     listed = runner.invoke(app, ["evolve", "--out", str(tmp_path / "o"), "--task-list", str(tmp_path / "t")])
     assert listed.exit_code != 0 and "--task-list needs --critic-model" in listed.output
