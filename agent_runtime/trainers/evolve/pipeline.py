@@ -327,7 +327,7 @@ class Evolution:
         manifest = {
             "iteration": it,
             "recipe": self.opts.recipe,
-            "started_from": stages.get("sft", {}) and (stages.get("sft") or {}).get("base"),
+            "started_from": (stages.get("sft") or {}).get("base"),
             "candidate": self._candidate(it),
             "stages": stages,
             "decision": decision.model_dump(mode="json") if decision else None,
