@@ -7,7 +7,10 @@ pixels (see :mod:`agent_runtime.coords`). Devices only ever receive screen-pixel
 
 Parsing accepts both the Mobile-Agent-v3 object and GUI-Owl ``mobile_use``/``computer_use`` tool
 calls (``{"name": "mobile_use", "arguments": {...}}``), plus a few common aliases, and raises
-:class:`~agent_runtime.errors.ActionParseError` naming the bad field.
+:class:`~agent_runtime.errors.ActionParseError` naming the bad field. GUI-Owl's whole action space
+(Mobile-Agent-v3 paper, Tables 9 and 10, and the ``computer_use`` tool) parses: mobile ``long_press``
+with ``time`` in seconds, ``open``, ``interact``; desktop ``left_click_drag`` from the pointer,
+``triple_click`` and ``hscroll``.
 """
 
 from __future__ import annotations
@@ -97,9 +100,9 @@ def _text(value: str) -> str:
 
 
 def _said(value: str) -> str:
-    """An answer must say something: an empty one is a malformed reply, not an answer."""
+    """An answer (or a question for the user) must say something: an empty one is a malformed reply."""
     if not value.strip():
-        raise ValueError("the answer text is empty")
+        raise ValueError("the text is empty")
     return value
 
 
@@ -118,7 +121,11 @@ Text = Annotated[str, AfterValidator(_text)]
 #: An element index of the indexed UI tree (``[12] Button; clickable; OK; …``) — ReachAgent's
 #: action alignment: text-only models name the element, the runtime acts on its centre.
 ElementIndex = Annotated[int, BeforeValidator(_number), Field(ge=0, le=1_000_000)]
-Millis = Annotated[int, BeforeValidator(_number), Field(ge=1, le=10_000)]
+#: The longest press, swipe or drag a model may ask for.
+MAX_MILLIS = 10_000
+Millis = Annotated[int, BeforeValidator(_number), Field(ge=1, le=MAX_MILLIS)]
+#: Wheel notches of one scroll (either axis).
+Notches = Annotated[int, BeforeValidator(_number), Field(ge=-50, le=50)]
 Direction = Literal["up", "down", "left", "right"]
 #: Fields that exist only for index actions; left out of the JSON form when unset.
 _INDEX_FIELDS = ("index", "direction")
@@ -193,10 +200,34 @@ class Click(_PointOrIndex):
 
 
 class LongPress(_PointOrIndex):
+    """Press ``coordinate`` (or element ``index``) for ``duration_ms``.
+
+    GUI-Owl gives the length as ``time`` in seconds; it is read into ``duration_ms`` (so the JSON
+    form keeps one shape) and bounded like it: 0.001 to 10 seconds.
+    """
+
     action: Literal["long_press"] = "long_press"
     coordinate: Point | None = None
     index: ElementIndex | None = None
     duration_ms: Millis = 800
+
+    @model_validator(mode="before")
+    @classmethod
+    def _seconds_to_millis(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "time" not in data:
+            return data
+        data = dict(data)
+        seconds = data.pop("time")
+        if "duration_ms" in data:
+            raise _field_error("time", "give 'time' (seconds) or 'duration_ms', not both")
+        try:
+            millis = round(_number(seconds) * 1000)
+        except ValueError as exc:
+            raise _field_error("time", str(exc)) from None
+        if not 1 <= millis <= MAX_MILLIS:
+            raise _field_error("time", f"a long press lasts 0.001 to {MAX_MILLIS // 1000} seconds")
+        data["duration_ms"] = millis
+        return data
 
 
 class Swipe(_Action):
@@ -276,6 +307,14 @@ class Answer(_Action):
     text: Annotated[Text, AfterValidator(_said), Field(max_length=10_000)]
 
 
+class Interact(_Action):
+    """Ask the user ``text`` (GUI-Owl's ``interact``): the task needs something only a person can
+    say. Like an answer it changes nothing on the device; the run records the question."""
+
+    action: Literal["interact"] = "interact"
+    text: Annotated[Text, AfterValidator(_said), Field(max_length=10_000)]
+
+
 class Terminate(_Action):
     action: Literal["terminate"] = "terminate"
     status: Literal["success", "failure"]
@@ -286,7 +325,7 @@ class Scroll(_Action):
     or at the centre of UI-tree element ``index``."""
 
     action: Literal["scroll"] = "scroll"
-    pixels: Annotated[int, BeforeValidator(_number), Field(ge=-50, le=50)]
+    pixels: Notches
     coordinate: Point | None = None
     index: ElementIndex | None = None
 
@@ -296,14 +335,42 @@ class Scroll(_Action):
         return self
 
 
+class HScroll(_Action):
+    """Scroll sideways by ``pixels`` wheel notches at ``coordinate`` (or the centre of the screen).
+
+    Positive scrolls right (reveals what is right of the view), negative left — the sign of
+    ``pyautogui.hscroll``, which sends X11 button 7 for right and 6 for left. Phones swipe instead.
+    """
+
+    action: Literal["hscroll"] = "hscroll"
+    pixels: Notches
+    coordinate: Point | None = None
+
+
 class Drag(_Action):
     action: Literal["drag"] = "drag"
     coordinate: Point
     coordinate2: Point
 
 
+class LeftClickDrag(_Action):
+    """GUI-Owl's desktop ``left_click_drag``: press the left button where the pointer *is* (the
+    model puts it there with ``mouse_move``) and drag to ``coordinate``. Given a second point,
+    ``left_click_drag`` is a :class:`Drag` instead."""
+
+    action: Literal["left_click_drag"] = "left_click_drag"
+    coordinate: Point
+
+
 class DoubleClick(_Action):
     action: Literal["double_click"] = "double_click"
+    coordinate: Point
+
+
+class TripleClick(_Action):
+    """Three left clicks (selects a line or paragraph on a desktop); phones have no equivalent."""
+
+    action: Literal["triple_click"] = "triple_click"
     coordinate: Point
 
 
@@ -332,10 +399,14 @@ Action = Annotated[
     | OpenApp
     | Wait
     | Answer
+    | Interact
     | Terminate
     | Scroll
+    | HScroll
     | Drag
+    | LeftClickDrag
     | DoubleClick
+    | TripleClick
     | RightClick
     | MiddleClick
     | MouseMove,
@@ -356,7 +427,6 @@ _ALIASES = {
     "press": "key",
     "launch_app": "open_app",
     "open": "open_app",
-    "left_click_drag": "drag",
     "done": "terminate",
 }
 #: Field names models use for our fields.
@@ -372,6 +442,7 @@ _FIELD_HINTS = {
     "coordinate2": _POINT_HINT,
     "index": "index is the plain integer in [brackets] before an element of the UI tree",
     "time": "time is a number of seconds from 0 to 60",
+    "long_press.time": "time is how long to press, in seconds from 0.001 to 10, e.g. 2",
     "pixels": "pixels is an integer number of wheel notches from -5 to 5",
     "duration_ms": "duration_ms is an integer number of milliseconds from 1 to 10000",
     "text": "text is a plain string",
@@ -395,6 +466,9 @@ def _normalise(obj: dict[str, Any]) -> dict[str, Any]:
     for old, new in _FIELD_ALIASES.items():
         if old in data and new not in data:
             data[new] = data.pop(old)
+    if kind == "left_click_drag" and "coordinate2" in data:
+        # From one point to another it is a plain drag; with one point it starts at the pointer.
+        kind = data["action"] = "drag"
     if kind == "key":
         if "keys" not in data and "text" in data:
             text = data.pop("text")
@@ -452,7 +526,7 @@ def parse_action(obj: dict[str, Any] | str) -> Action:
         raise ActionParseError(
             f"invalid '{data['action']}' action: field '{field}': {err['msg']}",
             field=field,
-            hint=_FIELD_HINTS.get(field),
+            hint=_FIELD_HINTS.get(f"{data['action']}.{field}", _FIELD_HINTS.get(field)),
         ) from None
 
 
@@ -484,10 +558,12 @@ class ActionResult(BaseModel):
         return cls(ok=False, error=error, data=data)
 
     @classmethod
-    def recorded(cls, action: Answer | Terminate) -> ActionResult:
-        """Answer and terminate change nothing on a device; every backend records them alike."""
+    def recorded(cls, action: Answer | Interact | Terminate) -> ActionResult:
+        """Answer, interact and terminate change nothing on a device; every backend records them alike."""
         if isinstance(action, Answer):
             return cls.success("answer recorded", answer=action.text)
+        if isinstance(action, Interact):
+            return cls.success("question for the user recorded", question=action.text)
         return cls.success(f"terminate: {action.status}", status=action.status)
 
 
@@ -499,7 +575,10 @@ __all__ = [
     "Click",
     "DoubleClick",
     "Drag",
+    "HScroll",
+    "Interact",
     "Key",
+    "LeftClickDrag",
     "LongPress",
     "MiddleClick",
     "MouseMove",
@@ -509,6 +588,7 @@ __all__ = [
     "Swipe",
     "SystemButton",
     "Terminate",
+    "TripleClick",
     "Type",
     "Wait",
     "parse_action",

@@ -21,7 +21,14 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -33,8 +40,21 @@ from pydantic_settings import (
 from agent_runtime.coords import DEFAULT_MAX_PIXELS, DEFAULT_MIN_PIXELS, CoordSpace, ImageBudget, ImageFormat
 from agent_runtime.errors import ConfigError
 
-Role = Literal["manager", "worker", "reflector", "notetaker", "rag"]
-ROLES: tuple[Role, ...] = ("manager", "worker", "reflector", "notetaker", "rag")
+Role = Literal["manager", "worker", "reflector", "notetaker", "rag", "high", "low", "single"]
+ROLES: tuple[Role, ...] = ("manager", "worker", "reflector", "notetaker", "rag", "high", "low", "single")
+#: Which agent design a run plays (:mod:`agent_runtime.graphs.build`): Mobile-Agent-v3's four
+#: roles, Hi-Agent's two levels, GUI-Owl's single model, or the single model escalating to the team.
+GraphKind = Literal["mobile_agent_v3", "hi_agent", "single", "auto"]
+#: Roles that ``enabled = false`` switches off.
+OPTIONAL_ROLES: tuple[Role, ...] = ("reflector", "notetaker", "rag")
+GRAPH_KINDS: tuple[GraphKind, ...] = ("mobile_agent_v3", "hi_agent", "single", "auto")
+#: The roles each graph kind calls (the Reflector of hi_agent/single only with ``graph.reflect``).
+GRAPH_ROLES: dict[str, tuple[Role, ...]] = {
+    "mobile_agent_v3": ("manager", "worker", "reflector", "notetaker", "rag"),
+    "hi_agent": ("high", "low", "reflector"),
+    "single": ("single", "reflector"),
+    "auto": ("single", "manager", "worker", "reflector", "notetaker", "rag"),
+}
 #: What a role model is shown of the screen: ``screenshot`` (VLMs), ``ui_tree`` (the compressed,
 #: indexed UI tree as text, no images: text-only models), or ``both``.
 ObservationMode = Literal["screenshot", "ui_tree", "both"]
@@ -191,9 +211,15 @@ class RoleConfig(_Strict):
 
 
 class GraphConfig(_Strict):
-    """Loop limits of the agent graph."""
+    """Which agent graph runs, and its loop limits."""
 
-    name: Literal["mobile_agent_v3"] = "mobile_agent_v3"
+    kind: GraphKind = Field("mobile_agent_v3", description="mobile_agent_v3 | hi_agent | single | auto")
+    escalate_after: int = Field(
+        2, ge=1, description="auto: consecutive failed steps of the single model before the team takes over"
+    )
+    reflect: bool = Field(
+        False, description="hi_agent and single: also judge each step with the Reflector ([roles.reflector])"
+    )
     max_steps: int = Field(25, ge=1, le=MAX_STEPS_LIMIT, description="hard step budget")
     stuck_after: int = Field(
         2, ge=1, description="consecutive failures that show the Potentially Stuck block"
@@ -203,6 +229,17 @@ class GraphConfig(_Strict):
     reask: int = Field(
         2, ge=0, le=5, description="re-asks with the parse error appended before a format failure"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_is_kind(cls, data: Any) -> Any:
+        """Config files written before graph kinds say ``name = "mobile_agent_v3"``: read it as
+        ``kind``, unless ``kind`` is given too (``--graph`` over such a file)."""
+        if isinstance(data, dict) and "name" in data:
+            data = dict(data)
+            name = data.pop("name")
+            data.setdefault("kind", name)
+        return data
 
 
 class DeviceConfig(_Strict):
@@ -287,6 +324,20 @@ class RuntimeConfig(BaseSettings):
 
     def role(self, name: Role) -> RoleConfig:
         return self.roles.get(name) or RoleConfig()
+
+    def graph_roles(self) -> tuple[Role, ...]:
+        """The roles this configuration's graph calls: the optional ones (Reflector, Notetaker,
+        RAG) only when enabled — and the Reflector of ``hi_agent``/``single`` only with
+        ``graph.reflect`` — the others always (they cannot be switched off)."""
+        kind = self.graph.kind
+        out: list[Role] = []
+        for role in GRAPH_ROLES[kind]:
+            if role in OPTIONAL_ROLES and not self.role(role).enabled:
+                continue
+            if role == "reflector" and kind in ("hi_agent", "single") and not self.graph.reflect:
+                continue
+            out.append(role)
+        return tuple(out)
 
     def model_for(self, role: Role) -> ModelConfig:
         """The effective model config of a role (named model + the role's overrides)."""
@@ -577,7 +628,7 @@ enabled = false
 enabled = false               # retrieval (extra `rag`); true with a model server
 
 [graph]
-name = "mobile_agent_v3"
+kind = "mobile_agent_v3"     # mobile_agent_v3 | hi_agent | single | auto
 max_steps = 25
 stuck_after = 2               # consecutive failures before the "Potentially Stuck" block
 give_up_after = 3             # further consecutive failures that end the run

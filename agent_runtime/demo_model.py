@@ -19,6 +19,7 @@ import importlib.metadata
 import importlib.util
 import os
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -143,8 +144,12 @@ def unconfigured(cfg: RuntimeConfig) -> bool:
 
 
 def uses_demo(cfg: RuntimeConfig) -> bool:
-    """Whether the Manager or the Worker of ``cfg`` runs on the demo model."""
-    return any(cfg.model_for(role).model == MODEL_REF for role in ("manager", "worker"))
+    """Whether a role of ``cfg``'s graph (that cannot be switched off) runs on the demo model."""
+    return any(
+        cfg.model_for(role).model == MODEL_REF
+        for role in cfg.graph_roles()
+        if role not in ("reflector", "notetaker", "rag")
+    )
 
 
 def fallback(cfg: RuntimeConfig) -> RuntimeConfig | None:
@@ -192,6 +197,9 @@ def _check_installed(context: str) -> None:
         raise ModelError(f"{context}: {why}", hint=INSTALL_HINT)
 
 
-def _steps(cfg: RuntimeConfig) -> dict[str, int]:
-    """Keep a step budget the user set (it differs from the built-in default)."""
-    return {"max_steps": cfg.graph.max_steps} if cfg.graph.max_steps != GraphConfig().max_steps else {}
+def _steps(cfg: RuntimeConfig) -> dict[str, Any]:
+    """Keep the graph kind and a step budget the user set (it differs from the built-in default)."""
+    kept: dict[str, Any] = {"kind": cfg.graph.kind}
+    if cfg.graph.max_steps != GraphConfig().max_steps:
+        kept["max_steps"] = cfg.graph.max_steps
+    return kept

@@ -210,7 +210,7 @@ def check_checkpoint(run_dir: Path, run_id: str) -> dict[str, Any]:
     step in progress is an untyped dict: an agent-runtime from before
     :class:`~agent_runtime.graphs.state.Step` wrote it, and the graph cannot continue from it.
     Returns the state the run resumes from (empty when killed before its first checkpoint)."""
-    from agent_runtime.graphs.mobile_agent_v3 import sqlite_checkpointer
+    from agent_runtime.graphs.build import sqlite_checkpointer
 
     path = run_dir / "checkpoint.sqlite"
     hint = (

@@ -53,6 +53,13 @@ class WorkerOutput(_Output):
     description: str = ""
 
 
+class SubgoalOutput(_Output):
+    """Hi-Agent's high level: why, and the next subgoal instruction for the low level."""
+
+    reasoning: str = ""
+    instruction: str = Field(min_length=1)
+
+
 class Outcome(StrEnum):
     """Reflector verdicts: A success/partial, B wrong page (go back), C no change."""
 

@@ -50,7 +50,17 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_runtime.config import Role, RuntimeConfig, check_max_steps, load_config, runs_directory
+from agent_runtime.config import (
+    GRAPH_KINDS,
+    OPTIONAL_ROLES,
+    ROLES,
+    GraphKind,
+    Role,
+    RuntimeConfig,
+    check_max_steps,
+    load_config,
+    runs_directory,
+)
 from agent_runtime.device import Device
 from agent_runtime.errors import AgentRuntimeError, ConfigError, TraceError
 from agent_runtime.events import Event, Notice, RunFinished, RunStarted
@@ -77,8 +87,12 @@ _ROLE_TEMPLATES: dict[str, str] = {
     "worker": "worker.j2",
     "reflector": "reflector.j2",
     "notetaker": "notetaker.j2",
+    "high": "hi_agent_high.j2",
+    "low": "hi_agent_low.j2",
+    "single": "gui_owl.j2",
 }
-_OPTIONAL_ROLES = ("reflector", "notetaker", "rag")
+#: Roles whose prompts exist in one set only: a model's ``prompts = "compact"`` does not apply.
+_FULL_ONLY = ("high", "low", "single")
 _RESUMABLE = ("running", "error", "interrupted")
 
 
@@ -154,7 +168,7 @@ class Runtime:
     ) -> None:
         self.config = config if config is not None else load_config()
         self.runs_dir = runs_directory(runs_dir if runs_dir is not None else self.config.runs.dir)
-        unknown = set(models or {}) - {"manager", "worker", "reflector", "notetaker", "rag"}
+        unknown = set(models or {}) - set(ROLES)
         if unknown:
             raise ConfigError(f"models given for unknown roles: {', '.join(sorted(unknown))}")
         self._user_models = dict(models or {})
@@ -221,34 +235,40 @@ class Runtime:
                 self._clients[key] = make_chat_model(cfg)
             return self._clients[key]
 
-    def _enabled(self, role: Role) -> bool:
-        return role not in _OPTIONAL_ROLES or self.config.role(role).enabled
-
-    def _callers(self, run_id: str, record: Any) -> dict[str, Any]:
+    def _callers(self, run_id: str, record: Any, kind: GraphKind) -> dict[str, Any]:
+        from agent_runtime.roles import gui_owl
         from agent_runtime.roles.caller import RoleCaller
-        from agent_runtime.roles.templates import role_template
+        from agent_runtime.roles.templates import load_template, role_template
 
+        config = self._config_for(kind)
         callers: dict[str, RoleCaller] = {}
-        for role in ("manager", "worker", "reflector", "notetaker", "rag"):
-            if not self._enabled(role):  # type: ignore[arg-type]
-                continue
-            if role in ("manager", "worker") and not self.config.role(role).enabled:
-                raise ConfigError(f"the {role} role cannot be disabled")
-            override = self.config.role(role).prompt  # type: ignore[arg-type]
-            prompts = self.config.model_for(role).prompts  # type: ignore[arg-type]
+        for role in config.graph_roles():
+            if role not in OPTIONAL_ROLES and not config.role(role).enabled:
+                raise ConfigError(f"the {role} role cannot be disabled (the {kind} graph needs it)")
+            override = config.role(role).prompt
+            prompts = "full" if role in _FULL_ONLY else config.model_for(role).prompts
             template = (
                 role_template(_ROLE_TEMPLATES[role], prompts, override) if role in _ROLE_TEMPLATES else None
             )
             callers[role] = RoleCaller(
                 role,
-                self._chat_model(role),  # type: ignore[arg-type]
-                self.config.model_for(role),  # type: ignore[arg-type]
+                self._chat_model(role),
+                config.model_for(role),
                 template,
                 run_id=run_id,
                 record=record,
-                reask=self.config.graph.reask,
+                reask=config.graph.reask,
+                system_template=load_template(gui_owl.SYSTEM_TEMPLATE) if role == "single" else None,
+                # Hi-Agent's levels were trained (GRPO rows) with the screenshot before the text.
+                images_first=role in ("high", "low"),
             )
         return callers
+
+    def _config_for(self, kind: GraphKind) -> RuntimeConfig:
+        """This runtime's configuration playing graph ``kind`` (a resumed run keeps its own)."""
+        if kind == self.config.graph.kind:
+            return self.config
+        return self.config.model_copy(update={"graph": self.config.graph.model_copy(update={"kind": kind})})
 
     def _models_record(self, callers: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
@@ -286,6 +306,9 @@ class Runtime:
             if not (run_dir / "checkpoint.sqlite").is_file():
                 raise TraceError(f"run {previous.run_id} has no checkpoint.sqlite to resume from")
             values = check_checkpoint(run_dir, previous.run_id)
+            kind = (previous.config.get("graph") or {}).get("kind", "mobile_agent_v3")
+            if kind not in GRAPH_KINDS:
+                raise TraceError(f"run {previous.run_id} was played by an unknown graph kind {kind!r}")
             dev, owned = self._device(device, previous.device.get("spec"))
             plan = _Plan(
                 previous.run_id,
@@ -297,6 +320,7 @@ class Runtime:
                 previous,
                 {s.step for s in loaded.steps},
                 carried_totals(loaded),
+                kind=kind,
             )
             try:
                 plan.check = _resumed_check(plan)
@@ -326,7 +350,9 @@ class Runtime:
         run_id = new_run_id()
         check, unchecked = self._plan_check(task, device)
         dev, owned = (check.phone(**self.config.device.options), True) if check else self._device(device)
-        plan = _Plan(run_id, self.runs_dir / run_id, task, limit, dev, owned, check=check)
+        plan = _Plan(
+            run_id, self.runs_dir / run_id, task, limit, dev, owned, check=check, kind=self.config.graph.kind
+        )
         if check is not None:
             plan.notices.append(
                 Notice(
@@ -443,8 +469,8 @@ class Runtime:
         max_steps: int | None = None,
         cancel: threading.Event | None = None,
     ) -> Generator[Event, None, RunResult]:
+        from agent_runtime.graphs.build import build_graph, sqlite_checkpointer
         from agent_runtime.graphs.context import RunContext
-        from agent_runtime.graphs.mobile_agent_v3 import build_graph, sqlite_checkpointer
         from agent_runtime.models.cancel import RunCancelled
 
         plan = self._prepare(task, resume, device, max_steps)
@@ -462,7 +488,7 @@ class Runtime:
         try:
             platform = getattr(plan.device, "platform", "mobile")
             sink: list[RunContext] = []
-            callers = self._callers(plan.run_id, lambda rec: sink[0].record_call(rec))
+            callers = self._callers(plan.run_id, lambda rec: sink[0].record_call(rec), plan.kind)
             observation = {role: caller.model_config.observation for role, caller in callers.items()}
             _check_tree(plan.device, callers)
             writer = TraceWriter(plan.run_dir, sensitive=self.config.memory.sensitive)
@@ -472,7 +498,6 @@ class Runtime:
                 writer=writer,
                 config=self.config,
                 callers=callers,
-                worker_model=self.config.model_for("worker"),
                 platform=platform,
                 device_word="computer" if platform == "desktop" else "phone",
                 steps_written=plan.written,
@@ -489,7 +514,7 @@ class Runtime:
                     "finished_at": None,
                     "device": info.model_dump(mode="json"),
                     "models": self._models_record(callers),
-                    "config": self.config.public(),
+                    "config": self._config_for(plan.kind).public(),
                     "timings": base.timings,
                     "tokens": base.tokens,
                     "verification": plan.check.pending() if plan.check else None,
@@ -501,7 +526,7 @@ class Runtime:
             # what resume needs, without an fsync per checkpoint (only power loss can lose one).
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            app = build_graph(sqlite_checkpointer(conn))
+            app = build_graph(sqlite_checkpointer(conn), kind=plan.kind)
             yield RunStarted(
                 run_id=plan.run_id,
                 task=plan.task,
@@ -541,7 +566,7 @@ class Runtime:
                 reason=final.get("reason", ""),
                 verification=verification,
             )
-            if self._enabled("rag"):
+            if "rag" in callers:
                 from agent_runtime.roles.rag import record_experience
 
                 remembered = record_experience(plan.run_dir, self.config.memory)
@@ -767,6 +792,8 @@ class _Plan:
     check: TaskCheck | None = None
     #: Why the run cannot be checked (when ``check`` is None).
     unchecked: str = "this run plays no SimPhone task, so nothing could check it"
+    #: The graph kind the run plays (a resumed run: the one it started with).
+    kind: GraphKind = "mobile_agent_v3"
 
 
 def _resumed_check(plan: _Plan) -> TaskCheck | None:
@@ -792,16 +819,19 @@ def _graph_input(
     may not have reached the device — so it is moved back to before the Worker's choice, and
     the Worker decides again from a fresh look at the screen.
     """
-    from agent_runtime.graphs.mobile_agent_v3 import initial_state
+    from agent_runtime.graphs.build import initial_state
 
     if plan.previous is None:
-        return initial_state(plan.task, platform=platform, max_steps=plan.max_steps)
+        return initial_state(plan.task, platform=platform, max_steps=plan.max_steps, kind=plan.kind)
     snapshot = app.get_state(graph_config)
     if not snapshot.values:  # killed before the first checkpoint
-        return initial_state(plan.task, platform=platform, max_steps=plan.max_steps)
+        return initial_state(plan.task, platform=platform, max_steps=plan.max_steps, kind=plan.kind)
     if "execute" in snapshot.next:
-        app.update_state(graph_config, {"pending": None}, as_node="plan")
-        yield Notice(message="resumed before the interrupted action; the Worker decides again")
+        # Back to the node before the acting one: the Manager's plan, or (other kinds) ``advance``.
+        team = snapshot.values.get("graph", "mobile_agent_v3") == "mobile_agent_v3"
+        app.update_state(graph_config, {"pending": None}, as_node="plan" if team else "advance")
+        who = "the Worker" if team else "the agent"
+        yield Notice(message=f"resumed before the interrupted action; {who} decides again")
     else:
         yield Notice(message=f"resuming at {', '.join(snapshot.next) or 'the end'}")
     return None

@@ -147,6 +147,8 @@ class StepRecord(_Record):
     verdict: Verdict | None = None
     notes: str = ""
     format_failure: bool = Field(False, description="the Worker never produced a parseable action")
+    graph: str = Field("mobile_agent_v3", description="the graph kind that played the step (auto: either)")
+    actor: str = Field("worker", description="the role whose action it is: worker, low or single")
     timings_ms: dict[str, float] = Field(default_factory=dict, description="per part, incl. critical_path")
     critic: dict[str, Any] | None = Field(None, description="step-critic label, filled in by `judge`")
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,3 +86,16 @@ def rl_policy_dir(tiny_vlm_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
 
     torch.set_num_threads(1)
     return build_rl_policy(tiny_vlm_dir, tmp_path_factory.mktemp("rl_policy") / "policy", steps=120)
+
+
+# --- devices: desktop ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def xvfb() -> Iterator[Any]:
+    """One 1920x1080 Xvfb for the whole session: pyautogui binds to the first display it is imported
+    with, so every desktop test module in a process must share it. Mark tests using it ``desktop``."""
+    from agent_runtime.devices.desktop.xvfb import Xvfb
+
+    with Xvfb(1920, 1080) as server:
+        yield server

@@ -151,6 +151,20 @@ def notetaker_reply(notes: str) -> str:
     return f"### Important Notes ###\n{notes}\n"
 
 
+def gui_owl_reply(action: Mapping[str, Any], conclusion: str = "done", function: str = "mobile_use") -> str:
+    """A reply in GUI-Owl's native format (the ``single`` role)."""
+    call = json.dumps({"name": function, "arguments": dict(action)})
+    return (
+        f"<thinking>\nthinking\n</thinking>\n<tool_call>\n{call}\n</tool_call>\n"
+        f"<conclusion>{conclusion}</conclusion>"
+    )
+
+
+def high_reply(instruction: str, reasoning: str = "reasoning") -> str:
+    """A reply of Hi-Agent's high level."""
+    return f"<reasoning>{reasoning}</reasoning> <instruction>Instruction: {instruction}</instruction>"
+
+
 # -- the same over HTTP -----------------------------------------------------------------------------
 class ScriptedOpenAIServer:
     """An OpenAI-compatible ``/v1`` endpoint answering from a per-role script.
@@ -268,6 +282,12 @@ def _request_prompt(body: Mapping[str, Any]) -> str:
 
 def classify_prompt(prompt: str) -> str:
     """Which built-in role template produced ``prompt`` (by phrases only that template uses)."""
+    if prompt.startswith("The user query:"):
+        return "single"
+    if "generate the next action instruction" in prompt:
+        return "high"
+    if "Carry out the instruction" in prompt:
+        return "low"
     if "### Outcome ###" in prompt:
         return "reflector"
     if "### Important Notes ###\nThe updated notes" in prompt:

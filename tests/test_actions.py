@@ -10,7 +10,12 @@ from agent_runtime.actions import (
     ACTION_TYPES,
     Answer,
     Click,
+    Drag,
+    HScroll,
+    Interact,
     Key,
+    LeftClickDrag,
+    LongPress,
     Scroll,
     Swipe,
     SystemButton,
@@ -41,6 +46,11 @@ def test_all_seed_actions_exist():
         "right_click",
         "middle_click",
         "mouse_move",
+        # GUI-Owl's, beyond Mobile-Agent-v3's seed set
+        "interact",
+        "hscroll",
+        "left_click_drag",
+        "triple_click",
     }
 
 
@@ -63,6 +73,21 @@ def test_all_seed_actions_exist():
         ({"action": "tap", "coordinate": "[5, 6]"}, Click(coordinate=(5, 6))),
         ({"action_type": "click", "point": {"x": 1, "y": 2}}, Click(coordinate=(1, 2))),
         ({"action": "click", "coordinate": [0, 0, 10, 20]}, Click(coordinate=(5, 10))),
+        (
+            {"action": "long_press", "coordinate": [1, 2], "time": 1.5},
+            LongPress(coordinate=(1, 2), duration_ms=1500),
+        ),
+        ({"action": "left_click_drag", "coordinate": [3, 4]}, LeftClickDrag(coordinate=(3, 4))),
+        (
+            {"action": "left_click_drag", "coordinate": [1, 2], "coordinate2": [3, 4]},
+            Drag(coordinate=(1, 2), coordinate2=(3, 4)),
+        ),
+        (
+            {"action": "left_click_drag", "start": [1, 2], "end": [3, 4]},
+            Drag(coordinate=(1, 2), coordinate2=(3, 4)),
+        ),
+        ({"action": "hscroll", "pixels": "-2"}, HScroll(pixels=-2)),
+        ({"action": "interact", "text": "Which one?"}, Interact(text="Which one?")),
     ],
 )
 def test_parse_mobile_agent_v3_form(obj, expected):
@@ -119,6 +144,9 @@ def test_errors_name_the_bad_field(obj, field):
         ({"action": "wait", "time": False}, "time"),
         ({"action": "scroll", "pixels": float("inf")}, "pixels"),
         ({"action": "long_press", "coordinate": [1, 2], "duration_ms": 1e400}, "duration_ms"),
+        ({"action": "long_press", "coordinate": [1, 2], "time": float("inf")}, "time"),
+        ({"action": "long_press", "coordinate": [1, 2], "time": 10.001}, "time"),
+        ({"action": "hscroll", "pixels": 51}, "pixels"),
         ({"action": "type", "text": "a\ud800"}, "text"),
         ({"action": "answer", "text": "  "}, "text"),
         ('{"action": "click", "coordinate": [NaN, 3]}', "coordinate"),
@@ -166,7 +194,15 @@ def test_to_screen_maps_every_point():
 
 
 def test_actions_round_trip_through_json():
-    for action in (Click(coordinate=(1, 2)), Type(text="a b", enter=True), Key(keys=["enter"])):
+    for action in (
+        Click(coordinate=(1, 2)),
+        Type(text="a b", enter=True),
+        Key(keys=["enter"]),
+        LongPress(coordinate=(1, 2), duration_ms=2000),
+        LeftClickDrag(coordinate=(1, 2)),
+        HScroll(pixels=1, coordinate=(3, 4)),
+        Interact(text="?"),
+    ):
         assert parse_action(action.to_json()) == action
 
 
@@ -175,5 +211,7 @@ def test_answer_and_terminate_are_recorded_alike_by_every_backend():
 
     answer = ActionResult.recorded(Answer(text="42"))
     done = ActionResult.recorded(Terminate(status="failure"))
+    asked = ActionResult.recorded(Interact(text="Which Anna?"))
     assert answer.ok and answer.data == {"answer": "42"}
     assert done.ok and done.data == {"status": "failure"}
+    assert asked.ok and asked.data == {"question": "Which Anna?"}

@@ -31,14 +31,6 @@ needs_xdotool = pytest.mark.skipif(shutil.which("xdotool") is None, reason="xdot
 
 
 @pytest.fixture(scope="session")
-def xvfb() -> Iterator[Any]:
-    from agent_runtime.devices.desktop.xvfb import Xvfb
-
-    with Xvfb(1920, 1080) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
 def desktop(xvfb: Any) -> Iterator[Any]:
     from agent_runtime.devices.registry import resolve_device
 

@@ -465,7 +465,7 @@ def test_a_checkpointed_step_comes_back_typed_without_serializer_warnings(tmp_pa
     import sqlite3
 
     from agent_runtime.actions import ActionResult, Click, Type
-    from agent_runtime.graphs.mobile_agent_v3 import build_graph, initial_state, sqlite_checkpointer
+    from agent_runtime.graphs.build import build_graph, initial_state, sqlite_checkpointer
     from agent_runtime.graphs.state import Step
     from agent_runtime.traces import Verdict
 

@@ -120,7 +120,7 @@ def test_resume_after_a_kill_in_the_reflector_rejudges_from_saved_screens(tmp_pa
 def test_a_checkpoint_from_before_the_typed_step_is_refused_with_a_hint(tmp_path):
     import sqlite3
 
-    from agent_runtime.graphs.mobile_agent_v3 import build_graph, sqlite_checkpointer
+    from agent_runtime.graphs.build import build_graph, sqlite_checkpointer
 
     def killed(call):
         raise KeyboardInterrupt

@@ -107,7 +107,7 @@ class LiveView:
             self.say(f"[{color}]{escape(event.message)}[/]")
         elif isinstance(event, StepStarted):
             self.say(f"[bold cyan]step {event.step}[/] · {escape(event.subgoal)}")
-            self.status.update(f"step {event.step}: worker choosing an action…")
+            self.status.update(f"step {event.step}: choosing an action…")
         elif isinstance(event, RoleOutputEvent):
             self._role(event)
         elif isinstance(event, ActionExecuted):
@@ -141,9 +141,11 @@ class LiveView:
                 else " ".join(f"{i}. {p}" for i, p in enumerate(out.get("plan", []), 1))
             )
             self.say(f"  plan      {escape(_short(plan, 140))} {latency}")
-        elif event.role == "worker":
+        elif event.role in ("worker", "low", "single"):
             desc = f" — {escape(_short(out.get('description', ''), 80))}" if out.get("description") else ""
-            self.say(f"  worker    {escape(_short(out.get('action')))}{desc} {latency}")
+            self.say(f"  {event.role:<9} {escape(_short(out.get('action')))}{desc} {latency}")
+        elif event.role == "high":
+            self.say(f"  subgoal   {escape(_short(out.get('instruction', ''), 140))} {latency}")
         elif event.role == "rag":
             self.say(f"  knowledge {escape(_short(out.get('knowledge') or '(none)'))}")
         elif event.role == "reflector":
@@ -169,6 +171,16 @@ def register(app: typer.Typer) -> None:
         max_steps: Annotated[
             int | None,
             typer.Option("--max-steps", min=1, help="Step budget (default: graph.max_steps in the config)."),
+        ] = None,
+        graph: Annotated[
+            str | None,
+            typer.Option(
+                "--graph",
+                "-g",
+                help="Agent graph: mobile_agent_v3 (Manager, Worker, Reflector, Notetaker), hi_agent "
+                "(high + low level), single (GUI-Owl, one call per step) or auto (single, escalating "
+                "to mobile_agent_v3). Default: graph.kind in the config.",
+            ),
         ] = None,
         runs_dir: Annotated[
             Path | None,
@@ -216,7 +228,9 @@ def register(app: typer.Typer) -> None:
             raise ConfigError("missing TASK", hint='agent-runtime run "Turn on Wi-Fi" --device simphone')
         if resume and max_steps is not None:
             raise ConfigError("--max-steps cannot change a resumed run's budget")
-        cfg = load_config(config, **({"device.spec": device} if device else {}))
+        if resume and graph is not None:
+            raise ConfigError("--graph cannot change a resumed run's graph (it continues the one it started)")
+        cfg = load_config(config, **{"device.spec": device, "graph.kind": graph})
         if task_id:
             task, device = _task_from_id(task_id, device, cfg.device.spec)
         console = Console(stderr=True)

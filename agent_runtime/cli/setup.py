@@ -16,6 +16,7 @@ from agent_runtime import demo_model
 from agent_runtime.config import (
     DEFAULT_CONFIG_NAME,
     EXAMPLE_CONFIG,
+    GRAPH_ROLES,
     ROLES,
     ModelConfig,
     RuntimeConfig,
@@ -82,9 +83,12 @@ def run_doctor(
     row("config", config_error is None, str(config_error) if config_error else "valid")
     if config is not None:
         probed: dict[str, tuple[bool, str]] = {}
+        used = config.graph_roles()
+        row("graph", True, f"{config.graph.kind}: roles {', '.join(used)}")
         for role in ROLES:
-            if not config.role(role).enabled:
-                row(f"role {role}", True, "disabled")
+            if role not in used:
+                if role in GRAPH_ROLES[config.graph.kind]:  # an optional role switched off
+                    row(f"role {role}", True, "disabled")
                 continue
             try:
                 cfg = config.model_for(role)

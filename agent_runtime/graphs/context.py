@@ -34,7 +34,6 @@ class RunContext:
     writer: TraceWriter
     config: RuntimeConfig
     callers: dict[str, RoleCaller]
-    worker_model: ModelConfig
     platform: str = "mobile"
     device_word: str = "phone"
     #: Two workers: a discarded (failed-step) Notetaker call still in flight never delays the next.
@@ -99,9 +98,14 @@ class RunContext:
         obs = self._observations.get(ref)
         return obs.screenshot if obs is not None else (self.writer.dir / ref).read_bytes()
 
-    def mapper(self, screen: Size) -> CoordMapper:
-        """Maps the Worker model's coordinates to this screen."""
-        return CoordMapper(space=self.worker_model.coords, screen=screen, budget=self.worker_model.budget)
+    def model(self, role: str) -> ModelConfig:
+        """The model config ``role`` is called with."""
+        return self.callers[role].model_config
+
+    def mapper(self, screen: Size, role: str) -> CoordMapper:
+        """Maps the coordinates of ``role``'s model (the one that chose the action) to this screen."""
+        cfg = self.model(role)
+        return CoordMapper(space=cfg.coords, screen=screen, budget=cfg.budget)
 
     # -- steps ----------------------------------------------------------------------------------
     def write_step(self, record: StepRecord) -> None:

@@ -112,17 +112,28 @@ def manager_inputs(
         for h in history[-min(failures, HISTORY_KEEP) :]
         if not h["success"]
     ]
-    verdict = step.verdict if step is not None else None
+    if step is None and history:
+        # No step of its own to report (an ``auto`` run just handed over): the last one played.
+        last = history[-1]
+        reported = (last["action"], last["description"], last["success"], last["feedback"])
+    else:
+        verdict = step.verdict if step is not None else None
+        reported = (
+            action_text(step),
+            step.description if step is not None else "",
+            verdict is None or verdict.success,
+            verdict.feedback if verdict is not None else "",
+        )
     return manager.ManagerInputs(
         task=state["task"],
         device_word=device_word,
         init=False,
         completed=state.get("completed", []),
         plan=state.get("plan", []),
-        last_action=action_text(step),
-        last_description=step.description if step is not None else "",
-        last_outcome="Successful" if verdict is None or verdict.success else "Failed",
-        last_feedback=verdict.feedback if verdict is not None else "",
+        last_action=reported[0],
+        last_description=reported[1],
+        last_outcome="Successful" if reported[2] else "Failed",
+        last_feedback=reported[3],
         notes=NoteStore.from_state(state.get("notes")).render(),
         stuck=failures >= graph.stuck_after and bool(attempts),
         stuck_attempts=attempts[-5:],

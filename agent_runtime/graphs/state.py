@@ -1,4 +1,4 @@
-"""The checkpointed state of a Mobile-Agent-v3 run.
+"""The checkpointed state of a run, shared by every graph kind (:mod:`agent_runtime.graphs.build`).
 
 Everything here is plain data — JSON-like values plus the one typed :class:`Step` in progress —
 so LangGraph's SQLite checkpointer can store it and a killed run can resume in a new process
@@ -64,6 +64,8 @@ class Step(BaseModel):
     action_result: ActionResult | None = None
     verdict: Verdict | None = None
     format_failure: bool = Field(False, description="the Worker never produced a parseable action")
+    graph: str = Field("mobile_agent_v3", description="the graph kind that played the step")
+    actor: str = Field("worker", description="the role that chose the action (its coordinate space)")
     t0: float = Field(default_factory=time.time, description="wall clock when the step began")
     timings: dict[str, float] = Field(default_factory=dict, description="milliseconds, per part")
     critical_calls: int = Field(0, description="model calls on the critical path so far (re-asks too)")
@@ -97,6 +99,8 @@ class Step(BaseModel):
             verdict=self.verdict,
             notes=notes,
             format_failure=self.format_failure,
+            graph=self.graph,
+            actor=self.actor,
             timings_ms=timings_ms,
             **extra,
         )
@@ -110,6 +114,13 @@ CHECKPOINT_TYPES = ((Step.__module__, Step.__name__),)
 class AgentState(TypedDict, total=False):
     task: str
     """The user instruction ``I``."""
+    graph: str
+    """The graph kind playing now: ``mobile_agent_v3``, ``hi_agent`` or ``single`` (``auto``
+    starts with ``single`` and turns into ``mobile_agent_v3`` when it escalates)."""
+    escalate: bool
+    """Whether the run may still escalate to the multi-agent graph (``auto`` until it does)."""
+    escalated_at: int | None
+    """The step at which an ``auto`` run handed over to the multi-agent graph."""
     platform: str
     """``mobile`` or ``desktop`` — which actions the Worker may use."""
     max_steps: int
@@ -142,6 +153,8 @@ class AgentState(TypedDict, total=False):
     """The step in progress: filled by act → execute → reflect, committed by plan or finish."""
     status: EndStatus | None
     """Set by the node that ends the run."""
+    question: str | None
+    """What the agent asked the user (GUI-Owl's ``interact``), which ended the run."""
     success: bool | None
     answer: str | None
     reason: str

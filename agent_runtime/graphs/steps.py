@@ -1,4 +1,4 @@
-"""Step bookkeeping for the Mobile-Agent-v3 graph: observations, failure accounting, step records.
+"""Step bookkeeping for every graph kind: observations, failure accounting, step records.
 
 Kept apart from the nodes so :mod:`agent_runtime.graphs.mobile_agent_v3` reads as Algorithm 1.
 """
@@ -16,7 +16,19 @@ from agent_runtime.observation import Observation
 from agent_runtime.roles.caller import RoleResult
 from agent_runtime.roles.notes import NoteStore
 
-__all__ = ["HISTORY_KEEP", "account", "action_text", "commit", "observe", "role_event"]
+#: The timing parts that are model calls on a step's critical path, in every graph kind
+#: (``reflect_model``: the Reflector plus the part of the Notetaker that outlasted it).
+CRITICAL_MODEL_PARTS = ("manager", "worker", "reflect_model", "high", "low", "single")
+
+__all__ = [
+    "CRITICAL_MODEL_PARTS",
+    "HISTORY_KEEP",
+    "account",
+    "action_text",
+    "commit",
+    "observe",
+    "role_event",
+]
 
 
 def observe(ctx: RunContext, state: AgentState) -> tuple[Observation, str]:
@@ -65,7 +77,7 @@ def commit(ctx: RunContext, state: AgentState, step: Step, manager_ms: float = 0
         t["manager"] = manager_ms
     t["critical_path"] = (time.time() - step.t0) * 1000
     device = t.get("execute", 0.0) + t.get("observe", 0.0)
-    model = t.get("worker", 0.0) + t.get("reflect_model", 0.0) + t.get("manager", 0.0)
+    model = sum(t.get(part, 0.0) for part in CRITICAL_MODEL_PARTS)
     t["model_critical"] = model
     t["overhead"] = max(0.0, t["critical_path"] - model - device)
     t["critical_calls"] = float(step.critical_calls + (1 if manager_ms else 0))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
 from agent_runtime.config import ModelConfig
@@ -83,6 +83,9 @@ class RoleCaller:
     """A role bound to its chat model, model config, prompt template and the run's call log.
 
     ``template`` may be None for a role that only makes plain text calls (RAG's ``ask_text``).
+    ``system_template``, when given, renders a system message from the same variables (GUI-Owl's
+    tool definitions); ``images_first`` puts the screenshots before the prompt text in the user
+    turn, the order a role was trained with (Hi-Agent's levels, as TRL's GRPO rows hold them).
 
     ``record`` receives each :class:`CallRecord` (the run's trace writer); ``encode`` turns a
     screenshot into ``(content part, size the model sees)`` for this model's image budget.
@@ -100,8 +103,12 @@ class RoleCaller:
         record: Callable[[CallRecord], None] | None = None,
         reask: int = 2,
         encode: Callable[[bytes, ModelConfig], tuple[dict[str, Any], Size]] | None = None,
+        system_template: PromptTemplate | None = None,
+        images_first: bool = False,
     ) -> None:
         self.role = role
+        self.system_template = system_template
+        self.images_first = images_first
         self.chat_model = chat_model
         self.model_config = model_config
         self.template = template
@@ -123,20 +130,35 @@ class RoleCaller:
         images: Sequence[ImageInput] = (),
         step: int,
         sections: tuple[str, ...] = (),
+        reply_format: str = "",
         extra: dict[str, Any] | None = None,
     ) -> RoleResult[T]:
-        """Render, ask, parse; re-ask with the parse error appended; record every attempt."""
+        """Render, ask, parse; re-ask with the parse error appended; record every attempt.
+
+        A re-ask names the reply's ``sections`` (``### Thought ###`` …), or, for a role that
+        answers in tags instead, shows its ``reply_format``.
+        """
         if self.template is None:
             raise ConfigError(f"the {self.role} role has no prompt template")
         prompt = self.template.render(**variables)
-        content: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
-        traced: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
+        content: list[dict[str, Any]] = []
+        traced: list[dict[str, Any]] = []
         for image in images:
             part, size = self.encode(image.png, self.model_config)
             content.append(part)
             traced.append({"type": "image_ref", "ref": image.ref, "size": [size.width, size.height]})
+        text_part = {"type": "text", "text": prompt}
+        content = [*content, text_part] if self.images_first else [text_part, *content]
+        traced = [*traced, text_part] if self.images_first else [text_part, *traced]
         messages: list[BaseMessage] = [HumanMessage(content=content)]  # type: ignore[arg-type]
         trace_messages: list[dict[str, Any]] = [{"role": "user", "content": traced}]
+        if self.system_template is not None:
+            system = self.system_template.render(**variables)
+            messages = [SystemMessage(content=system), *messages]
+            trace_messages = [
+                {"role": "system", "content": [{"type": "text", "text": system}]},
+                *trace_messages,
+            ]
 
         total_ms = 0.0
         usage = Usage()
@@ -179,7 +201,9 @@ class RoleCaller:
                 )
             if parsed is not None:
                 return RoleResult(parsed, None, attempt + 1, total_ms, usage, completion)
-            feedback = self._reask_template.render(error=error, sections=list(sections))
+            feedback = self._reask_template.render(
+                error=error, sections=list(sections), reply_format=reply_format
+            )
             echoed = completion[:_REASK_ECHO_CHARS]
             messages = [*messages, AIMessage(content=echoed), HumanMessage(content=feedback)]
             trace_messages = [

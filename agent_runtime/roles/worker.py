@@ -10,6 +10,7 @@ platform and the parser rejects any other, so a desktop-only action never reache
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -284,9 +285,15 @@ def _action_source(text: str) -> tuple[str, dict[str, str]]:
 
 
 def parse_worker(
-    text: str, platform: str = "mobile", *, screen: Observation | None = None, indices: bool = True
+    text: str,
+    platform: str = "mobile",
+    *,
+    screen: Observation | None = None,
+    indices: bool = True,
+    allowed: Sequence[str] | None = None,
 ) -> WorkerOutput:
-    """Parse a Worker reply into one action allowed on ``platform``.
+    """Parse a Worker reply into one action allowed on ``platform`` (``allowed``: the action
+    names this role may use there; by default the Worker's list, :data:`PLATFORM_ACTIONS`).
 
     Element-index actions are checked against ``screen`` when given (an index that is not in
     its UI tree is a parse error, so the model is re-asked); ``indices=False`` rejects them
@@ -305,7 +312,8 @@ def parse_worker(
     action = parse_action(raw)
     if "arguments" in raw and isinstance(raw.get("name"), str) and isinstance(raw["arguments"], dict):
         raw = raw["arguments"]
-    allowed = PLATFORM_ACTIONS.get(platform, PLATFORM_ACTIONS["mobile"])
+    if allowed is None:
+        allowed = PLATFORM_ACTIONS.get(platform, PLATFORM_ACTIONS["mobile"])
     if action.action not in allowed:
         raise ActionParseError(
             f"action {action.action!r} is not available on this {platform} device",

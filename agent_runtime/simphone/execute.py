@@ -1,6 +1,7 @@
 """Map the runtime's action schema onto SimPhone's Android primitives.
 
-Mobile actions run; desktop-only actions (double/right/middle click, mouse move, drag) fail
+Mobile actions run (a wheel scroll, vertical or horizontal, becomes a finger swipe);
+desktop-only actions (double/triple/right/middle click, mouse move, drag, left_click_drag) fail
 with a message that names the mobile alternative, so a Worker sees why and can recover.
 """
 
@@ -14,7 +15,11 @@ from agent_runtime.actions import (
     ActionResult,
     Answer,
     Click,
+    Drag,
+    HScroll,
+    Interact,
     Key,
+    LeftClickDrag,
     LongPress,
     OpenApp,
     Scroll,
@@ -53,7 +58,7 @@ APP_ALIASES = {
     "launcher": "com.android.launcher3",
 }
 
-_SCROLL_NOTCH_FRACTION = 0.12  # one wheel notch scrolls ~12% of the screen height
+_SCROLL_NOTCH_FRACTION = 0.12  # one wheel notch scrolls ~12% of the screen along its axis
 
 
 def _describe(v: View | None) -> str:
@@ -105,6 +110,9 @@ def execute_action(phone: SimPhone, action: Action) -> ActionResult:
         case Swipe(coordinate=(x1, y1), coordinate2=(x2, y2), duration_ms=ms):
             phone.swipe(round(x1), round(y1), round(x2), round(y2), ms)
             return ActionResult.success(f"swiped ({round(x1)}, {round(y1)}) → ({round(x2)}, {round(y2)})")
+        case Scroll(pixels=0) | HScroll(pixels=0):
+            # A zero-length swipe would be a tap on whatever is under the finger.
+            return ActionResult.success("scrolled by 0 notches: nothing to do")
         case Scroll(pixels=notches, coordinate=point):
             cx, cy = point if point is not None else (w / 2, h / 2)
             dist = round(notches * h * _SCROLL_NOTCH_FRACTION)
@@ -112,6 +120,16 @@ def execute_action(phone: SimPhone, action: Action) -> ActionResult:
             y2 = min(max(cy + dist, 0), h - 1)
             phone.swipe(round(cx), round(cy), round(cx), round(y2), 300)
             return ActionResult.success(f"scrolled {'up' if notches > 0 else 'down'} by {abs(notches)}")
+        case HScroll(pixels=notches, coordinate=point):
+            cx, cy = point if point is not None else (w / 2, h / 2)
+            dist = round(notches * w * _SCROLL_NOTCH_FRACTION)
+            # Positive = scroll right = reveal what is to the right = finger moves left.
+            x2 = min(max(cx - dist, 0), w - 1)
+            phone.swipe(round(cx), round(cy), round(x2), round(cy), 300)
+            return ActionResult.success(
+                f"scrolled {'right' if notches > 0 else 'left'} by {abs(notches)}: "
+                f"swiped ({round(cx)}, {round(cy)}) → ({round(x2)}, {round(cy)})"
+            )
         case Type(text=text, clear=clear, enter=enter):
             if phone.focused_field() is None:
                 return ActionResult.failure("no text field is focused; tap a text field first, then type")
@@ -152,9 +170,10 @@ def execute_action(phone: SimPhone, action: Action) -> ActionResult:
         case Wait(time=seconds):
             phone.advance_time(seconds)
             return ActionResult.success(f"waited {seconds:g} s (virtual time)")
-        case Answer() | Terminate():
+        case Answer() | Interact() | Terminate():
             return ActionResult.recorded(action)
         case _:
-            name = action.action
-            hint = "use swipe" if name == "drag" else "use click or long_press"
-            return ActionResult.failure(f"'{name}' is a desktop action and SimPhone is a phone; {hint}")
+            hint = "use swipe" if isinstance(action, Drag | LeftClickDrag) else "use click or long_press"
+            return ActionResult.failure(
+                f"'{action.action}' is a desktop action and SimPhone is a phone; {hint}"
+            )

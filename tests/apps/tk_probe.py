@@ -3,7 +3,8 @@
 Usage: ``python tk_probe.py STATE.json``. The window sits at the top-left corner of the screen.
 Every 30 ms the app writes its state (atomically) when it changed: widget values, event counts,
 and each widget's rectangle in root-window pixels, so a test can aim at widgets without
-hard-coding a layout.
+hard-coding a layout. It also reports where the pointer is and where the left button was last
+pressed and released (root pixels, any widget), which is how a drag is seen.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ def main(state_path: str) -> None:
     root = tk.Tk()
     root.title("tk probe")
     root.geometry("900x700+0+0")
-    counts = {"clicks": 0, "double_clicks": 0, "right_clicks": 0, "middle_clicks": 0}
+    counts = {"clicks": 0, "double_clicks": 0, "triple_clicks": 0, "right_clicks": 0, "middle_clicks": 0}
     keys: list[str] = []
     submitted: list[str] = []
+    hscroll: list[str] = []
+    left_button = {"press": [-1, -1], "release": [-1, -1]}
 
     def bump(name: str) -> None:
         counts[name] += 1
@@ -47,6 +50,12 @@ def main(state_path: str) -> None:
     target = tk.Label(root, text="mouse target", width=30, height=4, bg="#ddeeff")
     target.pack(pady=10)
     target.bind("<Double-Button-1>", lambda _e: bump("double_clicks"))
+    target.bind("<Triple-Button-1>", lambda _e: bump("triple_clicks"))
+    # Tk 8.6 reports X11's horizontal wheel buttons 6 (left) and 7 (right) as Shift + button 4 / 5.
+    target.bind("<Shift-Button-4>", lambda _e: hscroll.append("left"))
+    target.bind("<Shift-Button-5>", lambda _e: hscroll.append("right"))
+    root.bind_all("<ButtonPress-1>", lambda e: left_button.update(press=[e.x_root, e.y_root]), add="+")
+    root.bind_all("<ButtonRelease-1>", lambda e: left_button.update(release=[e.x_root, e.y_root]), add="+")
     target.bind("<Button-2>", lambda _e: bump("middle_clicks"))
     target.bind("<Button-3>", lambda _e: bump("right_clicks"))
     root.bind_all("<Control-k>", lambda _e: keys.append("ctrl+k"))
@@ -67,6 +76,9 @@ def main(state_path: str) -> None:
             "keys": keys,
             "entry": entry_var.get(),
             "submitted": submitted,
+            "hscroll": hscroll,
+            **left_button,
+            "pointer": list(root.winfo_pointerxy()),
             "scale": scale.get(),
             "list_top": round(listbox.yview()[0] * LIST_ITEMS),
             "focus": str(root.focus_get()),

@@ -29,7 +29,10 @@ from agent_runtime.actions import (
     Click,
     DoubleClick,
     Drag,
+    HScroll,
+    Interact,
     Key,
+    LeftClickDrag,
     LongPress,
     OpenApp,
     Scroll,
@@ -281,7 +284,9 @@ class AndroidDevice(Device):
                 (x1, y1), (x2, y2) = self._xy(p1), self._xy(p2)
                 return self._input(f"input swipe {x1} {y1} {x2} {y2} 1000"), True
             case Scroll(pixels=notches, coordinate=p):
-                return self._scroll(notches, p), True
+                return self._scroll(notches, p), notches != 0
+            case HScroll(pixels=notches, coordinate=p):
+                return self._scroll(notches, p, horizontal=True), notches != 0
             case SystemButton(button=button):
                 return self._input(f"input keyevent {BUTTONS[button]}"), True
             case Key(keys=keys):
@@ -297,18 +302,35 @@ class AndroidDevice(Device):
             case Wait(time=seconds):
                 time.sleep(seconds)
                 return ActionResult.success(f"waited {seconds:g} s"), False
-            case Answer() | Terminate():
+            case Answer() | Interact() | Terminate():
                 return ActionResult.recorded(action), False
+            case LeftClickDrag():
+                return ActionResult.failure(
+                    "'left_click_drag' drags from the mouse pointer, which a phone does not have; "
+                    "use swipe from [x, y] to [x2, y2]"
+                ), False
             case _:
-                return ActionResult.failure(f"action {action.action!r} is not available on a phone"), False
+                return ActionResult.failure(
+                    f"action {action.action!r} is a desktop action, not available on a phone; "
+                    "use click or long_press"
+                ), False
 
     def _input(self, command: str) -> ActionResult:
         return run_input(self.link, command)
 
-    def _scroll(self, notches: int, point: tuple[float, float] | None) -> ActionResult:
-        """A wheel scroll as a finger swipe: positive = up = the finger moves down."""
+    def _scroll(
+        self, notches: int, point: tuple[float, float] | None, *, horizontal: bool = False
+    ) -> ActionResult:
+        """A wheel scroll as a finger swipe: positive = up (or right) = the finger moves down (or
+        left). Zero notches do nothing: a swipe of no length would be a tap."""
+        if notches == 0:
+            return ActionResult.success("scrolled by 0 notches: nothing to do")
         w, h = self._size
         x, y = self._xy(point) if point is not None else (w // 2, h // 2)
+        if horizontal:
+            dx = max(-(w // 2), min(w // 2, round(notches * w / 10)))
+            x2 = min(max(x - dx, 0), w - 1)
+            return self._input(f"input swipe {x} {y} {x2} {y} 300")
         dy = max(-(h // 2), min(h // 2, round(notches * h / 10)))
         y2 = min(max(y + dy, 0), h - 1)
         return self._input(f"input swipe {x} {y} {x} {y2} 300")

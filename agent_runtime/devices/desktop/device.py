@@ -35,7 +35,10 @@ from agent_runtime.actions import (
     Click,
     DoubleClick,
     Drag,
+    HScroll,
+    Interact,
     Key,
+    LeftClickDrag,
     LongPress,
     MiddleClick,
     MouseMove,
@@ -45,6 +48,7 @@ from agent_runtime.actions import (
     Swipe,
     SystemButton,
     Terminate,
+    TripleClick,
     Type,
     Wait,
 )
@@ -299,6 +303,8 @@ class DesktopDevice(Device):
                 pg.click(*self._to_input(p))
             case DoubleClick(coordinate=p):
                 pg.doubleClick(*self._to_input(p))
+            case TripleClick(coordinate=p):
+                pg.tripleClick(*self._to_input(p))
             case RightClick(coordinate=p):
                 pg.rightClick(*self._to_input(p))
             case MiddleClick(coordinate=p):
@@ -307,6 +313,8 @@ class DesktopDevice(Device):
                 pg.moveTo(*self._to_input(p))
             case Drag(coordinate=p1, coordinate2=p2):
                 self._drag(p1, p2, self.options.drag_duration_s)
+            case LeftClickDrag(coordinate=p):
+                self._drag_to(p, self.options.drag_duration_s)  # from wherever the pointer is
             case Swipe(coordinate=p1, coordinate2=p2, duration_ms=ms):
                 self._drag(p1, p2, ms / 1000)
             case LongPress(coordinate=p, duration_ms=ms):
@@ -316,6 +324,9 @@ class DesktopDevice(Device):
             case Scroll(pixels=notches, coordinate=p):
                 centre = (self._size.width / 2, self._size.height / 2)
                 pg.scroll(notches, *self._to_input(p if p is not None else centre))
+            case HScroll(pixels=notches, coordinate=p):
+                centre = (self._size.width / 2, self._size.height / 2)
+                pg.hscroll(notches, *self._to_input(p if p is not None else centre))
             case Key(keys=keys):
                 names, bad = normalise_keys(keys, pg)
                 if bad:
@@ -344,7 +355,7 @@ class DesktopDevice(Device):
             case Wait(time=seconds):
                 time.sleep(seconds)
                 return ActionResult.success(f"waited {seconds:g} s"), False
-            case Answer() | Terminate():
+            case Answer() | Interact() | Terminate():
                 return ActionResult.recorded(action), False
             case _:
                 return ActionResult.failure(f"action {action.action!r} is not supported on a desktop"), False
@@ -353,11 +364,16 @@ class DesktopDevice(Device):
     def _drag(
         self, p1: tuple[float, float] | None, p2: tuple[float, float] | None, duration_s: float
     ) -> None:
+        self._pg.moveTo(*self._to_input(p1))
+        self._drag_to(p2, duration_s)
+
+    def _drag_to(self, point: tuple[float, float] | None, duration_s: float) -> None:
+        """Press the left button where the pointer is, move it to ``point`` and release it."""
         pg = self._pg
-        pg.moveTo(*self._to_input(p1))
+        target = self._to_input(point)
         pg.mouseDown()
         try:
-            pg.moveTo(*self._to_input(p2), duration=duration_s)
+            pg.moveTo(*target, duration=duration_s)
         finally:
             pg.mouseUp()
 

@@ -7,8 +7,9 @@ subgoal: a short instruction derived from the expert action and the element it t
 [0, 1], ``typed_text``). SimPhone is deterministic, so the oracle's episode *is* the hierarchical
 oracle of the paper: no 72B model is needed to label subgoals.
 
-Two prompt builders turn a record into a TRL GRPO row (``prompt`` conversational, ``image`` the
-screenshot resized to the model's image budget, the record's fields as further columns for the
+Two prompt builders (the ``hi_agent`` graph's role templates, :mod:`agent_runtime.roles.hi_agent`,
+so a trained adapter plays in that graph unchanged) turn a record into a TRL GRPO row (``prompt``
+conversational, ``image`` the screenshot resized to the model's image budget, the record's fields as further columns for the
 reward functions): the **high level** (our Manager's place) writes
 ``<reasoning>…</reasoning><instruction>Instruction: …</instruction>`` from screenshot + task
 (Hi-Agent App. C.3's simplified prompt); the **low level** (our Worker's place) writes one action
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from agent_runtime.errors import TrainingError
+from agent_runtime.roles.hi_agent import HISTORY_STEPS, high_text, low_text
 from agent_runtime.trainers.data.worker_prompts import PromptSettings
 
 if TYPE_CHECKING:
@@ -35,30 +37,6 @@ if TYPE_CHECKING:
 
 Level = Literal["high", "low"]
 RECORDS_FILE = "grpo.jsonl"
-#: Earlier steps shown to the high level (Hi-Agent's "Previous Actions").
-HISTORY_STEPS = 5
-
-#: Hi-Agent App. C.3: the high-level model's prompt, used for training and inference alike.
-HIGH_LEVEL_PROMPT = """You are a mobile operation Agent that performs precise screen interactions. \
-Analyze the input and generate the next action instruction.
-STRICTLY follow this structure:
-<reasoning> reasoning process here </reasoning> <instruction>Instruction: ...</instruction>
-
-Goal: {problem}
-Previous actions: {history}"""
-
-#: The low-level model's prompt: one atomic action as agent-runtime action JSON (Hi-Agent's
-#: function-call interface, App. C.3, with our action names).
-LOW_LEVEL_PROMPT = """You operate a phone. Carry out the instruction on the screenshot with ONE action, \
-written as a single JSON object. Coordinates: x from 0 to {width}, y from 0 to {height}.
-Actions: {{"action": "click", "coordinate": [x, y]}} | {{"action": "long_press", "coordinate": [x, y]}} | \
-{{"action": "swipe", "coordinate": [x1, y1], "coordinate2": [x2, y2]}} | \
-{{"action": "type", "text": "..."}} | {{"action": "open_app", "text": "App"}} | \
-{{"action": "system_button", "button": "Back|Home|Enter"}} | \
-{{"action": "answer", "text": "..."}} | {{"action": "terminate", "status": "success|failure"}}
-Instruction: {instruction}"""
-
-
 class Solution(BaseModel):
     """The oracle action in Hi-Agent's form: normalised points, plus its argument."""
 
@@ -161,14 +139,13 @@ def load_records(path: Path) -> list[GRPORecord]:
 
 
 def high_level_text(record: GRPORecord) -> str:
-    history = "; ".join(record.previous_actions) or "none"
-    return HIGH_LEVEL_PROMPT.format(problem=record.problem, history=history)
+    """The high level's prompt (the runtime's ``hi_agent`` graph renders the same template)."""
+    return high_text(record.problem, record.previous_actions)
 
 
 def low_level_text(image_size: Sequence[float], instruction: str) -> str:
     """The low level's prompt for ``instruction``, coordinates in the ``image_size`` extent."""
-    w, h = image_size
-    return LOW_LEVEL_PROMPT.format(width=f"{w:g}", height=f"{h:g}", instruction=instruction)
+    return low_text(image_size, instruction)
 
 
 def prompt_text(record: GRPORecord, level: Level) -> str:

@@ -1,0 +1,361 @@
+"""The parts of the loop every graph kind shares: an acting role's reply becoming an action (or
+the end of the run), executing it, judging it, committing the step, and escalation.
+
+Each graph kind (:mod:`agent_runtime.graphs.build`) decides differently — Mobile-Agent-v3's
+Manager and Worker, Hi-Agent's high and low levels, GUI-Owl's single call — and then runs these
+same nodes, so state, step records, traces, checkpoints, events, re-asks, budgets and resume are
+one implementation for all of them.
+
+* ``execute``: the step's screen-pixel action on the device, then the new observation.
+* ``reflect``: the Reflector judges ``S_t → S_{t+1}`` (Mobile-Agent-v3 steps; other kinds with
+  ``graph.reflect``) while the Notetaker reads ``S_{t+1}`` concurrently (Mobile-Agent-v3 steps);
+  with no Reflector a step succeeds only if the device reported no failure and the screen changed.
+* ``advance`` (kinds without a Manager): commits the step, ends the run on its budget, and — for
+  ``auto`` — hands over to the multi-agent graph after ``graph.escalate_after`` consecutive
+  failed steps, or when the single model would end the run without success.
+* ``finish``: commits a step the run ended on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import Future
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime as GraphRuntime
+
+from agent_runtime.actions import Interact, to_screen
+from agent_runtime.alignment import screen_actions
+from agent_runtime.config import GraphConfig
+from agent_runtime.events import ActionExecuted, NotesEvent, Notice, VerdictEvent
+from agent_runtime.graphs.context import RunContext
+from agent_runtime.graphs.inputs import images_for, notetaker_inputs, reflector_inputs, tree_text
+from agent_runtime.graphs.state import AgentState, Step
+from agent_runtime.graphs.steps import account, commit, role_event
+from agent_runtime.observation import Observation
+from agent_runtime.role_outputs import NotetakerOutput, WorkerOutput
+from agent_runtime.roles import notetaker, reflector
+from agent_runtime.roles.caller import ImageInput, RoleResult
+from agent_runtime.roles.notes import NoteStore
+from agent_runtime.traces import Verdict
+
+#: Actions that legitimately repeat (scrolling a long list, backing out of nested pages).
+_REPEAT_EXEMPT = {"swipe", "scroll", "hscroll"}
+#: The graph kind an ``auto`` run escalates to.
+TEAM = "mobile_agent_v3"
+#: End statuses the single model may reach that the team is asked to retrieve instead.
+_ESCALATABLE = {"failed", "gave_up"}
+
+Ctx = GraphRuntime[RunContext]
+
+
+def in_progress(state: AgentState) -> Step:
+    """The step the execute and reflect nodes work on (an acting node always leaves one)."""
+    pending = state.get("pending")
+    if pending is None:
+        raise RuntimeError("no step in progress")
+    return pending
+
+
+#: How a role is named in reasons and verdicts.
+WHO = {"worker": "Worker", "low": "low level", "high": "high level", "single": "agent", "manager": "Manager"}
+
+
+def format_failure(
+    runtime: Ctx, state: AgentState, pending: Step, role: str, error: str | None
+) -> dict[str, Any]:
+    """``role`` never produced a parseable reply: the step fails (verdict C) with no action."""
+    verdict = Verdict.of("C", f"the {WHO.get(role, role)}'s reply could not be parsed: {error}")
+    pending = pending.model_copy(update={"format_failure": True, "verdict": verdict})
+    runtime.stream_writer(VerdictEvent.of(pending.step, verdict))
+    return {"pending": pending, **account(runtime.context, state, pending)}
+
+
+def take_action(
+    ctx: RunContext, state: AgentState, obs: Observation, pending: Step, out: WorkerOutput
+) -> dict[str, Any]:
+    """What an acting role's parsed reply does: ``answer``/``terminate`` end the run, GUI-Owl's
+    ``interact`` ends it with the question (a run cannot ask its user yet), the same action chosen
+    ``repeat_limit`` times in a row is a stalemate; any other action is mapped to screen pixels
+    for ``execute``."""
+    action = out.action
+    pending = pending.model_copy(
+        update={
+            "thought": out.thought,
+            "description": out.description,
+            "action": out.raw_action or action.to_json(),
+        }
+    )
+    update: dict[str, Any] = {}
+    who = WHO.get(pending.actor, pending.actor)
+    if action.action in ("answer", "terminate", "interact"):
+        pending = pending.model_copy(update={"action_screen": action})
+        if action.action == "answer":
+            return {
+                "pending": pending,
+                "status": "completed",
+                "success": True,
+                "answer": action.text,
+                "reason": f"the {who} answered",
+            }
+        if isinstance(action, Interact):
+            return {
+                "pending": pending,
+                "status": "failed",
+                "success": False,
+                "question": action.text,
+                "reason": f"the agent asked the user, and this run cannot ask: {action.text}",
+            }
+        ok = action.status == "success"
+        return {
+            "pending": pending,
+            "status": "completed" if ok else "failed",
+            "success": ok,
+            "reason": f"the {who} terminated with {action.status}",
+        }
+    key = json.dumps(action.to_json(), sort_keys=True)
+    exempt = action.action in _REPEAT_EXEMPT or getattr(action, "button", None) == "Back"
+    repeats = state.get("repeats", 0) + 1 if key == state.get("last_action_key") and not exempt else 1
+    update.update(repeats=repeats, last_action_key=key)
+    if repeats >= ctx.config.graph.repeat_limit:
+        update.update(
+            pending=pending,
+            status="gave_up",
+            success=False,
+            reason=f"stalemate: the {who} chose the same action {repeats} times in a row",
+        )
+        return update
+    if action.by_index:
+        # ReachAgent's action alignment: the element's centre / central axis in screen pixels.
+        executed = screen_actions(action, obs)
+        screen: dict[str, Any] = {"action_screen": executed[-1]}
+        if len(executed) > 1:
+            screen["screen_actions"] = executed
+    else:
+        screen = {"action_screen": to_screen(action, ctx.mapper(obs.size, pending.actor))}
+    update["pending"] = pending.model_copy(update=screen)
+    return update
+
+
+def execute_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
+    """``S_{t+1} ← ExecuteOnDevice(A_t)``: the screen-pixel action, then a fresh observation."""
+    ctx, emit = runtime.context, runtime.stream_writer
+    pending = in_progress(state)
+    start = time.perf_counter()
+    # Usually one action; a "type" by element index is a focusing tap and then the typing.
+    for action in pending.to_execute:
+        result = ctx.device.execute(action)
+        if not result.ok:
+            break
+    executed = time.perf_counter()
+    obs = ctx.device.observe()
+    observed = time.perf_counter()
+    ctx.add_device_ms((observed - start) * 1000)
+    ref = ctx.save_new_screen(pending.step + 1, obs.screenshot)
+    ctx.remember(ref, obs)
+    timings = dict(pending.timings)
+    timings.update(execute=(executed - start) * 1000, observe=(observed - executed) * 1000)
+    pending = pending.model_copy(
+        update={
+            "action_result": result,
+            "after_screen": ref,
+            "after_tree": tree_text(obs) if ctx.any_tree else "",
+            "timings": timings,
+        }
+    )
+    emit(
+        ActionExecuted(
+            step=pending.step,
+            action=pending.action or {},
+            action_screen=pending.to_execute[-1].to_json(),
+            ok=result.ok,
+            message=result.error or result.message,
+            duration_ms=round(timings["execute"], 2),
+        )
+    )
+    return {"pending": pending, "screen": ref}
+
+
+def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
+    """``F_t ← R(I, S_t, S_{t+1}, A_t)`` with the Notetaker running beside it (kept on SUCCESS).
+
+    The Reflector judges Mobile-Agent-v3's steps when enabled, and the other kinds' steps with
+    ``graph.reflect``; the Notetaker serves the Manager, so only Mobile-Agent-v3's steps run it.
+    """
+    ctx, emit = runtime.context, runtime.stream_writer
+    pending = in_progress(state)
+    step = pending.step
+    after_ref = pending.after_screen
+    if after_ref is None:
+        raise RuntimeError(f"step {step} reached the Reflector without an after-screen")
+    team = pending.graph == TEAM
+    before = ImageInput(ctx.png(pending.before_screen), pending.before_screen)
+    after = ImageInput(ctx.png(after_ref), after_ref)
+    notes = NoteStore.from_state(state.get("notes"))
+    phase_start = time.perf_counter()
+    future: Future[RoleResult[NotetakerOutput]] | None = None
+    if team and "notetaker" in ctx.callers:
+        n_mode = ctx.mode("notetaker")
+        n_inputs = notetaker_inputs(state, pending, mode=n_mode, device_word=ctx.device_word)
+        future = ctx.executor.submit(
+            ctx.callers["notetaker"].call,
+            n_inputs.model_dump(),
+            notetaker.parse_notetaker,
+            images=images_for(n_mode, after),
+            step=step,
+            sections=notetaker.SECTIONS,
+            extra={"speculative": True},
+        )
+    done = pending.action_result
+    device_ok = done is None or done.ok
+    device_report = ""
+    if done is not None and not done.ok:
+        device_report = f"the device reported a failure: {done.error or 'unknown'}"
+    timings = dict(pending.timings)
+    calls = pending.critical_calls
+    if "reflector" in ctx.callers and (team or ctx.config.graph.reflect):
+        screen = ctx.cached(after_ref)
+        size = screen.size if screen is not None else ctx.device.screen_size
+        r_mode = ctx.mode("reflector")
+        r_inputs = reflector_inputs(
+            state,
+            pending,
+            mode=r_mode,
+            device_word=ctx.device_word,
+            worker_model=ctx.model(pending.actor),
+            screen_size=size,
+            device_report=device_report,
+        )
+        result = ctx.callers["reflector"].call(
+            r_inputs.model_dump(),
+            reflector.parse_reflector,
+            images=images_for(r_mode, before, after),
+            step=step,
+            sections=reflector.SECTIONS,
+        )
+        emit(role_event(step, "reflector", result))
+        timings["reflector"] = result.latency_ms
+        timings["reflect_model"] = result.latency_ms
+        calls += result.attempts
+        if result.output is not None:
+            verdict = result.output.verdict
+        else:
+            verdict = Verdict.of("C", f"the Reflector's reply could not be parsed: {result.error}")
+    elif not device_ok:
+        verdict = Verdict.of("C", device_report)
+    elif before.png == after.png:
+        # No Reflector judges: an action that changed nothing on screen (a tap on empty space)
+        # is no evidence of progress, so it is not a success.
+        verdict = Verdict.of("C", "the screen did not change")
+    else:
+        verdict = Verdict.of("A")
+    if not device_ok and verdict.success:
+        # A failure the device itself detected is never recorded as success.
+        verdict = Verdict.of("C", "; ".join(p for p in (device_report, verdict.feedback) if p))
+    update: dict[str, Any] = {}
+    if future is not None:
+        if verdict.success:
+            wait_start = time.perf_counter()
+            n = future.result()
+            waited_ms = (time.perf_counter() - wait_start) * 1000
+            emit(role_event(step, "notetaker", n))
+            timings["notetaker"] = n.latency_ms
+            # Only the part of the Notetaker's call that outlasted the Reflector is on the path.
+            timings["notetaker_wait"] = waited_ms
+            timings["reflect_model"] = timings.get("reflect_model", 0.0) + waited_ms
+            if n.output is not None:
+                added = notes.merge(n.output.notes, step)
+                update["notes"] = notes.to_state()
+                emit(NotesEvent(step=step, added=[i.text for i in added], notes=notes.render(), used=True))
+        else:
+            emit(NotesEvent(step=step, notes=notes.render(), used=False))
+    timings["reflect_phase"] = (time.perf_counter() - phase_start) * 1000
+    pending = pending.model_copy(update={"verdict": verdict, "timings": timings, "critical_calls": calls})
+    emit(VerdictEvent.of(step, verdict))
+    update["pending"] = pending
+    update.update(account(ctx, state, pending))
+    return update
+
+
+def finish_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
+    """Commit a step the run ended on (answer, terminate, stalemate) that no plan update follows."""
+    pending = state.get("pending")
+    if pending is None:
+        return {}
+    commit(runtime.context, state, pending)
+    return {"pending": None, "step": pending.step + 1}
+
+
+def advance_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
+    """Commit the step (kinds without a Manager), then end the run on its budget or escalate."""
+    ctx, emit = runtime.context, runtime.stream_writer
+    update: dict[str, Any] = {}
+    step = state.get("step", 0)
+    pending = state.get("pending")
+    if pending is not None:
+        commit(ctx, state, pending)
+        step = pending.step + 1
+        update.update(pending=None, step=step)
+    status = state.get("status")
+    if escalation_due(state, ctx.config.graph, step, status):
+        handover = escalate(state, ctx.config.graph)
+        why = state.get("reason") if status else f"{state.get('failures', 0)} consecutive failed steps"
+        emit(Notice(message=f"escalating to the multi-agent graph at step {step}: {why}"))
+        update.update(handover, escalated_at=step)
+        return update
+    if status is None and step >= state["max_steps"]:
+        update.update(status="max_steps", success=False, reason=f"step budget of {state['max_steps']} spent")
+    return update
+
+
+def escalation_due(state: AgentState, graph: GraphConfig, step: int, status: str | None) -> bool:
+    """An ``auto`` run hands over after ``escalate_after`` consecutive failed steps, or when the
+    single model would end the run without success (terminate failure, stalemate) — never after
+    a success claim, a question for the user, or with no step left."""
+    if not state.get("escalate") or step >= state["max_steps"] or state.get("question"):
+        return False
+    if status is not None:
+        return status in _ESCALATABLE
+    return state.get("failures", 0) >= graph.escalate_after
+
+
+def escalate(state: AgentState, graph: GraphConfig) -> dict[str, Any]:
+    """The state update that hands an ``auto`` run to the multi-agent graph.
+
+    The Manager starts in update mode with the single model's history: its successful steps as
+    Historical Operations, the last step as the Last Action, and — with the failure count kept
+    up to ``stuck_after`` — its failed attempts in the Potentially Stuck block; the team then
+    has ``give_up_after`` failures of its own before the run gives up.
+    """
+    history = state.get("history", [])
+    done = [h["description"] or h["action"] for h in reversed(history) if h["success"]]
+    return {
+        "graph": TEAM,
+        "escalate": False,
+        "planned": True,
+        "plan": [state["task"]],
+        "completed": done,
+        "failures": min(state.get("failures", 0), graph.stuck_after),
+        "repeats": 0,
+        "last_action_key": "",
+        "status": None,
+        "success": None,
+        "answer": None,
+        "reason": "",
+    }
+
+
+def route_after_reflect(state: AgentState) -> Literal["plan", "finish", "advance"]:
+    if state.get("graph", TEAM) != TEAM:
+        return "advance"
+    return "finish" if state.get("status") else "plan"
+
+
+def route_after_advance(state: AgentState) -> Literal["finish", "rag", "high", "single"]:
+    if state.get("status"):
+        return "finish"
+    kind = state.get("graph", TEAM)
+    if kind == TEAM:
+        return "rag"
+    return "high" if kind == "hi_agent" else "single"
