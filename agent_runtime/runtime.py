@@ -1,7 +1,8 @@
 """The Python API: ``Runtime(config).run(task, device=...)`` → :class:`RunResult`.
 
-A :class:`Runtime` turns a :class:`~agent_runtime.config.RuntimeConfig` into runs of the
-Mobile-Agent-v3 graph. Each run gets its own directory (``run.json``, ``steps.jsonl``,
+A :class:`Runtime` turns a :class:`~agent_runtime.config.RuntimeConfig` into runs of the graph
+its ``[graph] kind`` names (Mobile-Agent-v3, Hi-Agent, GUI-Owl's single model, or ``auto``; see
+:mod:`agent_runtime.graphs.build`). Each run gets its own directory (``run.json``, ``steps.jsonl``,
 ``calls.jsonl``, ``screens/``, ``checkpoint.sqlite``), its own device context and its own
 checkpointer, so runtimes — or several runs of one runtime — can work side by side in threads.
 

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from agent_runtime.cli import app as cli_app
 from agent_runtime.config import GraphConfig, RoleConfig, RuntimeConfig
 from agent_runtime.evaluation.check import TaskCheck
 from agent_runtime.runtime import Runtime
@@ -168,6 +170,9 @@ def test_auto_escalates_after_n_failed_steps_in_one_run(tmp_path: Path, after: i
     assert "### Potentially Stuck! ###" in manager_prompt and "tap the corner" in manager_prompt
     assert "No operations have been completed yet." in manager_prompt
     assert [c.role for c in loaded.calls][:after] == ["single"] * after
+    shown = CliRunner().invoke(cli_app, ["traces", "show", result.run_id, "--runs-dir", str(tmp_path)])
+    assert shown.exit_code == 0, shown.output
+    assert "graph:   auto (steps by single → mobile_agent_v3)" in shown.output
 
 
 def test_auto_does_not_escalate_when_the_single_model_succeeds(tmp_path: Path) -> None:

@@ -190,6 +190,9 @@ def register(app: typer.Typer) -> None:
         console.print(
             f"device:  {r.device.get('spec', '?')} {tuple(r.device.get('screen', ()))}", highlight=False
         )
+        played = list(dict.fromkeys(s.graph for s in run.steps))
+        kind = (r.config.get("graph") or {}).get("kind", "mobile_agent_v3")
+        console.print(f"graph:   {kind}" + (f" (steps by {' → '.join(played)})" if len(played) > 1 else ""))
         t = r.timings
         console.print(
             f"time:    {t.get('total_ms', 0) / 1000:.1f}s total, "
@@ -212,7 +215,7 @@ def register(app: typer.Typer) -> None:
             )
         console.print(models)
         steps = Table(title="steps")
-        for col in ("#", "subgoal", "action (model → screen)", "verdict", "critical path"):
+        for col in ("#", "subgoal", "action (model → screen)", "verdict", "critical path", "calls"):
             steps.add_column(col, overflow="fold")
         for s in run.steps:
             if s.action:
@@ -224,12 +227,14 @@ def register(app: typer.Typer) -> None:
                 action = "[red]unparseable[/]"
             verdict = f"{s.verdict.outcome} {_short(s.verdict.feedback, 50)}" if s.verdict else ""
             cp = s.timings_ms.get("critical_path")
+            calls = s.timings_ms.get("critical_calls")
             steps.add_row(
                 str(s.step),
                 escape(_short(s.subgoal, 50)),
                 action,
                 escape(verdict),
                 f"{cp:.0f} ms" if cp is not None else "",
+                f"{calls:.0f} · {s.actor}" if calls is not None else s.actor,
             )
         console.print(steps)
         for problem in run.problems:
