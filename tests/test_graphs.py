@@ -145,9 +145,8 @@ def in_process(kind: str, script: dict[str, Any], tmp_path: Path, **graph: Any) 
         roles={"rag": off, "notetaker": off}, graph=GraphConfig(kind=kind, max_steps=10, **graph)
     )
     model = ScriptedChatModel(script=script)
-    return Runtime(
-        cfg, models={r: model for r in ("single", "manager", "worker", "reflector")}, runs_dir=tmp_path
-    )
+    roles = ("single", "high", "low", "manager", "worker", "reflector")
+    return Runtime(cfg, models={r: model for r in roles}, runs_dir=tmp_path)
 
 
 @pytest.mark.parametrize("after", [2, 3])
@@ -268,3 +267,17 @@ def test_hi_agent_run_killed_mid_step_resumes_in_its_graph(tmp_path: Path) -> No
     done = load_run(run_dir)
     assert [s.graph for s in done.steps] == ["hi_agent"] * len(actions)
     assert [s.step for s in done.steps] == list(range(len(actions)))
+
+
+@pytest.mark.parametrize(("kind", "calls"), [("hi_agent", 3), ("single", 2)])
+def test_reflect_adds_the_reflector_to_hi_agent_and_single(tmp_path: Path, kind: str, calls: int) -> None:
+    """``graph.reflect``: the Reflector judges each acted step (one more call on its path), and
+    its verdict, not the screen diff, decides: a B here fails the step although the screen changed."""
+    actions = oracle_actions()
+    script = script_for(kind, actions) | {"reflector": reflector_reply("B", "wrong page")}
+    runtime = in_process(kind, script, tmp_path, reflect=True)
+    result = runtime.run(make_task(TASK, SEED).goal, device=f"simphone:{SEED}")
+    loaded = load_run(result.run_dir)
+    first = loaded.steps[0]
+    assert first.timings_ms["critical_calls"] == calls and first.verdict.outcome == "B"
+    assert "reflector" in {c.role for c in loaded.calls}

@@ -27,6 +27,7 @@ from agent_runtime.actions import ActionResult, parse_action
 from agent_runtime.android_keys import KEYCODES
 from agent_runtime.errors import ActionParseError
 from agent_runtime.observation import parse_ui_xml
+from agent_runtime.roles.gui_owl import allowed_actions, parse_gui_owl
 from agent_runtime.simphone import LAUNCHER_PACKAGE, SimPhone
 from tests.test_desktop import APP, ProbeApp, needs_xdotool, needs_xvfb
 
@@ -40,9 +41,22 @@ def fill(template: str, points: dict[str, list[float]]) -> str:
     return Template(template).substitute({name: json.dumps(p) for name, p in points.items()})
 
 
-def parses_to(reply: str, expected: str) -> Any:
-    """Parse ``reply`` and check that its JSON form holds every field of ``expected``."""
-    action = parse_action(reply)
+def parses_to(reply: str, expected: str, platform: str) -> Any:
+    """Parse the tool call ``reply`` as the ``single`` graph reads GUI-Owl's whole reply
+    (thinking, tool call, conclusion; held to the platform's GUI-Owl actions), and check that its
+    action's JSON form holds every field of ``expected``. An action outside GUI-Owl's space on
+    this platform (``hscroll`` on a phone) is refused there, and parsed as any role's action."""
+    text = (
+        f"<thinking>\nI act.\n</thinking>\n<tool_call>\n{reply}\n</tool_call>\n<conclusion>acted</conclusion>"
+    )
+    if json.loads(expected)["action"] in allowed_actions(platform):
+        out = parse_gui_owl(text, platform)
+        assert out.thought == "I act." and out.description == "acted"
+        action = out.action
+    else:
+        with pytest.raises(ActionParseError, match="not available"):
+            parse_gui_owl(text, platform)
+        action = parse_action(reply)
     form = action.to_json()
     for key, value in json.loads(expected).items():
         assert form[key] == value, f"{key}: {form[key]!r} != {value!r} in {form}"
@@ -310,7 +324,7 @@ def test_gui_owl_mobile_reply_runs(row: Row, backend: tuple[GesturePhone, Any]) 
     if device is not phone and not row.on_adb:
         pytest.skip("the Android driver waits in real time; the virtual clock is SimPhone's")
     points = row.setup(phone)
-    action = parses_to(fill(row.reply, points), fill(row.parsed, points))
+    action = parses_to(fill(row.reply, points), fill(row.parsed, points), "mobile")
     phone.gestures.clear()
     before = (phone.screenshot_png(), phone.now)
     result = device.execute(action)
@@ -523,7 +537,7 @@ def test_gui_owl_desktop_reply_runs(row: DesktopRow, computer: Any, probe: Probe
         assert computer.execute(parse_action(computer_use(fill(step, points)))).ok
     time.sleep(0.1)  # the app writes its state every 30 ms: let it report earlier rows and the setup
     before = probe.state()
-    action = parses_to(computer_use(fill(row.reply, points)), fill(row.parsed, points))
+    action = parses_to(computer_use(fill(row.reply, points)), fill(row.parsed, points), "desktop")
     started = time.monotonic()
     result = computer.execute(action)
     assert result.ok, result.error
