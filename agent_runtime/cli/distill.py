@@ -1,10 +1,12 @@
 """``agent-runtime distill``: train one role from traces or SimPhone demonstrations.
 
-Methods: ``sft`` (filtered role calls from ``--runs-dir``), ``dpo`` (preference pairs from
-``--tasks`` on SimPhone and/or corrections in ``--runs-dir``), ``irr`` (reasoning bootstrapped
-for SimPhone expert demonstrations of ``--tasks``), ``trpo``/``dgrpo`` (online RL: rollouts of
-the agent on SimPhone ``--tasks``, ``--iterations`` of update + policy refresh, ``--resume``),
-``grpo`` (Hi-Agent's single-step GRPO on the oracle's steps of ``--tasks``, TRL, ``--resume``).
+Methods: ``sft`` (filtered role calls from ``--runs-dir``, the roles of any graph), ``dpo``
+(preference pairs from ``--tasks`` on SimPhone and/or corrections in ``--runs-dir``), ``irr``
+(reasoning bootstrapped for SimPhone expert demonstrations of ``--tasks``), ``trpo``/``dgrpo``
+(online RL: rollouts of the agent on SimPhone ``--tasks``, ``--iterations`` of update + policy
+refresh, ``--resume``; the Worker or Manager in the ``mobile_agent_v3`` graph, ``single`` in the
+``single`` graph), ``grpo`` (Hi-Agent's single-step GRPO on the oracle's steps of ``--tasks``,
+TRL, ``--resume``; ``--role low|high``, or ``worker|manager``).
 The output directory gets the adapter (or model) and ``manifest.json``, which also says how to
 serve the result.
 """
@@ -99,7 +101,9 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 "--role",
-                help="Role to train: manager, worker, reflector, notetaker (sft: several, manager,worker).",
+                help="Role to train: manager, worker, reflector, notetaker (mobile_agent_v3), high, low "
+                "(hi_agent), single (sft: several, manager,worker; grpo: low|high; trpo/dgrpo: worker, "
+                "manager or single).",
             ),
         ],
         method: Annotated[
@@ -314,7 +318,8 @@ def register(app: typer.Typer) -> None:
         alternate: Annotated[
             bool,
             typer.Option(
-                "--alternate", help="grpo, --role manager: alternate worker then manager updates (eq. 5)."
+                "--alternate",
+                help="grpo, --role manager (or high): alternate worker then manager updates (eq. 5).",
             ),
         ] = False,
         low_level: Annotated[

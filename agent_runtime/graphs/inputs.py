@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from agent_runtime.device import Device
 
 #: Roles whose prompts show the screen (RAG sees only the request).
-SCREEN_ROLES = ("manager", "worker", "reflector", "notetaker")
+SCREEN_ROLES = ("manager", "worker", "reflector", "notetaker", "high", "low", "single")
 
 
 def tree_text(obs: Observation | None) -> str:

@@ -34,10 +34,11 @@ from agent_runtime.trainers.data.regenerate import RegenerationOptions
 from agent_runtime.trainers.data.samples import TRAINABLE_ROLES
 from agent_runtime.trainers.data.worker_prompts import PromptSettings
 from agent_runtime.trainers.dpo_config import DPOConfig
-from agent_runtime.trainers.hi_agent.grpo_config import GRPOConfig
+from agent_runtime.trainers.hi_agent.grpo_config import GRPO_LEVELS, GRPOConfig
 from agent_runtime.trainers.irr_config import IRRConfig
 from agent_runtime.trainers.online.dgrpo_config import DGRPOConfig
 from agent_runtime.trainers.online.loop import RL_METHODS, RLOptions, rollout_workers
+from agent_runtime.trainers.online.rollouts import ROLLOUT_GRAPHS
 from agent_runtime.trainers.online.trpo_config import TRPOConfig
 from agent_runtime.trainers.sft_config import SFTConfig
 
@@ -47,6 +48,14 @@ Echo = Callable[[str], None]
 T = TypeVar("T")
 #: Methods that take ``--env simphone`` (:class:`RLOptions`): the online loop's, and Hi-Agent's GRPO.
 ENV_METHODS = (*RL_METHODS, "grpo")
+#: The roles each environment method trains. Online RL plays whole rollouts in the graph that
+#: calls the role at every step (:data:`~agent_runtime.trainers.online.rollouts.ROLLOUT_GRAPHS`);
+#: GRPO trains Hi-Agent's two levels, named as the ``hi_agent`` graph's roles (``low``,
+#: ``high``) or as the Mobile-Agent-v3 roles that hold their places (``worker``, ``manager``).
+METHOD_ROLES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(RL_METHODS, tuple(ROLLOUT_GRAPHS)),
+    "grpo": tuple(GRPO_LEVELS),
+}
 
 #: Where SimPhone-derived screenshots and expert records go inside the output directory.
 DATA_DIR = "data"
@@ -98,6 +107,8 @@ def role_list(role: str) -> list[str]:
 
 
 def check_role(role: str, method: str) -> None:
+    """Raise a usage error when ``method`` cannot train ``role`` (:data:`METHOD_ROLES`), with the
+    method that can."""
     roles = role_list(role)
     for name in roles or [role]:
         if name not in TRAINABLE_ROLES:
@@ -107,8 +118,23 @@ def check_role(role: str, method: str) -> None:
             f"--method {method} trains one role; only sft takes several (--role manager,worker)",
             hint="pass a single --role",
         )
-    if method in ENV_METHODS and role not in ("worker", "manager"):
-        raise ConfigError(f"--method {method} trains the worker or the manager", hint="use --role worker")
+    if method == "grpo" and role not in METHOD_ROLES["grpo"]:
+        raise ConfigError(
+            f"--method grpo trains the worker or the manager, Hi-Agent's two levels (hi_agent: low and "
+            f"high), not the {role}",
+            hint="use --role low|high (or worker|manager); the single role learns online with "
+            "--method dgrpo|trpo, any role with --method sft from traces"
+            if role == "single"
+            else "use --role low|high (or worker|manager); other roles learn with --method sft",
+        )
+    if method in RL_METHODS and role not in METHOD_ROLES[method]:
+        raise ConfigError(
+            f"--method {method} trains the worker or the manager (mobile_agent_v3 graph) or single "
+            f"(single graph), roles its rollouts call at every step, not the {role}",
+            hint="train Hi-Agent's levels with --method grpo --role low|high"
+            if role in ("high", "low")
+            else "use --role worker, manager or single; other roles learn with --method sft",
+        )
     if method in ("dpo", "irr") and role != "worker":
         raise ConfigError(
             f"--method {method} trains the worker (its data are actions)", hint="use --role worker"
@@ -172,6 +198,9 @@ def distill(
             hint = "pass --resume (with more --iterations) to continue, --overwrite, or another --out"
         raise ConfigError(f"{out} already holds a distill output", hint=hint)
     config = config.model_copy(update={"output_dir": out})
+    if isinstance(config, GRPOConfig):
+        # GRPO trains the level of --role: the manifest records that one, not the field's default.
+        config = config.model_copy(update={"level": GRPO_LEVELS[config.role]})
     resolved = resolve_model_ref(config.base)  # fail on a bad --base before any data work
     if config.lora and _text_only(resolved):
         # Record the LoRA targets actually used: the VLM default names modules a text-only LM lacks.
@@ -444,7 +473,8 @@ def _run_rl(
         config = CONFIGS[method](**config.model_dump())
     assert isinstance(config, OnlineRLConfig)
     echo(
-        f"online {method.upper()} of the {config.role}: {data.rl.iterations} iterations, "
+        f"online {method.upper()} of the {config.role} (rollouts in the {ROLLOUT_GRAPHS[config.role]} "
+        f"graph): {data.rl.iterations} iterations, "
         f"G = {config.num_generations}, {rollout_workers(data.rl, config.num_generations)} rollout "
         "worker(s), policy " + (f"served at {data.rl.server_url}" if data.rl.server_url else "in-process")
     )
@@ -461,11 +491,9 @@ def _run_grpo(
 
     assert data.rl is not None  # check_sources
     grpo = config if isinstance(config, GRPOConfig) else GRPOConfig(**config.model_dump())
-    levels = "alternating low/high" if grpo.alternate else ("high" if grpo.role == "manager" else "low")
-    echo(
-        f"single-step GRPO of the {grpo.role} ({levels} level): {data.rl.iterations} iterations, "
-        f"G = {grpo.num_generations}"
-    )
+    levels = "alternating low/high" if grpo.alternate else GRPO_LEVELS[grpo.role]
+    trained = f"the {grpo.role} level" if grpo.role == levels else f"the {grpo.role} ({levels} level)"
+    echo(f"single-step GRPO of {trained}: {data.rl.iterations} iterations, G = {grpo.num_generations}")
     return train_grpo(grpo, data.rl, data.prompt, overwrite=data.overwrite, echo=echo)
 
 

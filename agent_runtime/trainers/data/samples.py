@@ -38,7 +38,10 @@ from agent_runtime.trainers.critics.labels import merge_step_labels
 
 Outcome = Literal["success", "failure", "unknown"]
 OutcomeSource = Literal["eval", "check", "critic", "agent"]
-TRAINABLE_ROLES = ("manager", "worker", "reflector", "notetaker")
+#: Roles whose recorded calls train: Mobile-Agent-v3's four, Hi-Agent's two levels (``hi_agent``
+#: graph) and GUI-Owl's single model (``single``). Every role's calls are plain recorded messages,
+#: so SFT reads them all alike; which other methods apply, ``distill``'s ``check_role`` says.
+TRAINABLE_ROLES = ("manager", "worker", "reflector", "notetaker", "high", "low", "single")
 
 _FAILED_STATUSES = {"failed", "gave_up", "max_steps", "error"}
 #: ``CallRecord.extra`` key of a call that training must not read (its value says why).

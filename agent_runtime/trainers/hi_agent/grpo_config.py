@@ -26,6 +26,14 @@ from agent_runtime.trainers.online.config import OnlineRLConfig
 TRL_STD_EPSILON = 1e-4
 #: Which of π_h's subgoals the low level also trains on when alternating (:mod:`.grpo_subgoals`).
 SubgoalFilter = Literal["env", "none"]
+#: The roles GRPO trains, and the level each one is: the ``hi_agent`` graph's own roles, or the
+#: Mobile-Agent-v3 roles that hold the levels' places (the Manager plans, the Worker acts).
+GRPO_LEVELS: dict[str, Literal["high", "low"]] = {
+    "low": "low",
+    "high": "high",
+    "worker": "low",
+    "manager": "high",
+}
 
 
 class GRPOConfig(OnlineRLConfig):
@@ -66,7 +74,8 @@ class GRPOConfig(OnlineRLConfig):
         description="added to the std of the rewards before dividing (applied by scaling the reward weights)",
     )
     alternate: bool = Field(
-        False, description="role manager: alternate low- then high-level updates each iteration (eq. 5)"
+        False,
+        description="role manager (or high): alternate low- then high-level updates each iteration (eq. 5)",
     )
     subgoal_filter: SubgoalFilter = Field(
         "env",

@@ -9,8 +9,8 @@ oracle of the paper: no 72B model is needed to label subgoals.
 
 Two prompt builders (the ``hi_agent`` graph's role templates, :mod:`agent_runtime.roles.hi_agent`,
 so a trained adapter plays in that graph unchanged) turn a record into a TRL GRPO row (``prompt``
-conversational, ``image`` the screenshot resized to the model's image budget, the record's fields as further columns for the
-reward functions): the **high level** (our Manager's place) writes
+conversational, ``image`` the screenshot resized to the model's image budget, the record's fields
+as further columns for the reward functions): the **high level** (our Manager's place) writes
 ``<reasoning>…</reasoning><instruction>Instruction: …</instruction>`` from screenshot + task
 (Hi-Agent App. C.3's simplified prompt); the **low level** (our Worker's place) writes one action
 JSON for screenshot + instruction. ``image_size`` is the extent of the coordinate space the low
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 Level = Literal["high", "low"]
 RECORDS_FILE = "grpo.jsonl"
+
+
 class Solution(BaseModel):
     """The oracle action in Hi-Agent's form: normalised points, plus its argument."""
 

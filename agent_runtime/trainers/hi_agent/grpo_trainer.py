@@ -2,19 +2,23 @@
 
 ``distill --method grpo`` trains on the oracle's single-step records (:mod:`.grpo_data`):
 
-* ``--role worker`` — the **low level** π_ℓ (screenshot + instruction → action JSON), rewarded by
-  r_ℓ = 1 iff its action matches the oracle's: same type, points within ε (normalised), same
-  text/button/status (:func:`make_low_level_reward`). The high level is frozen as the oracle's
-  instruction.
-* ``--role manager`` — the **high level** π_h (screenshot + task → reasoning + instruction),
-  rewarded by the foresight reward 0.4·r_fmt + 0.3·r_env + 0.3·V_judge (:mod:`.grpo_rewards`):
-  r_env runs the frozen π_ℓ on the generated instruction, V_judge asks a frozen judge model.
-  Both are chat models behind our interface (in-process ``transformers:`` or an OpenAI-compatible
-  server); by default the base model plays both.
-* ``--role manager --alternate`` — eq. 5: each iteration first fixes π_h^(k-1) and updates π_ℓ,
-  then fixes that π_ℓ and updates π_h. The low level trains on the records' oracle instructions
-  and on π_h^(k-1)'s own subgoals for the same states, the state's oracle action their target
-  (:mod:`.grpo_subgoals`: which subgoals, and why).
+* ``--role low`` (or ``worker``) — the **low level** π_ℓ (screenshot + instruction → action
+  JSON), rewarded by r_ℓ = 1 iff its action matches the oracle's: same type, points within ε
+  (normalised), same text/button/status (:func:`make_low_level_reward`). The high level is frozen
+  as the oracle's instruction.
+* ``--role high`` (or ``manager``) — the **high level** π_h (screenshot + task → reasoning +
+  instruction), rewarded by the foresight reward 0.4·r_fmt + 0.3·r_env + 0.3·V_judge
+  (:mod:`.grpo_rewards`): r_env runs the frozen π_ℓ on the generated instruction, V_judge asks a
+  frozen judge model. Both are chat models behind our interface (in-process ``transformers:`` or
+  an OpenAI-compatible server); by default the base model plays both.
+* ``--role high --alternate`` (or ``manager``) — eq. 5: each iteration first fixes π_h^(k-1) and
+  updates π_ℓ, then fixes that π_ℓ and updates π_h. The low level trains on the records' oracle
+  instructions and on π_h^(k-1)'s own subgoals for the same states, the state's oracle action their
+  target (:mod:`.grpo_subgoals`: which subgoals, and why).
+
+``low``/``high`` are the ``hi_agent`` graph's roles, ``worker``/``manager`` the Mobile-Agent-v3 roles
+holding the levels' places: the training is the same, the manifests name the role as given, so
+each adapter says which graph role it is for.
 
 Each phase is one ``trl.GRPOTrainer`` run (``GRPOConfig.trl_kwargs()``: Table 5), LoRA, with our
 processor as ``processing_class``; the next iteration continues from its adapter (the optimizer
@@ -51,7 +55,7 @@ from agent_runtime.trainers.artifacts import (
     write_manifest,
 )
 from agent_runtime.trainers.data.worker_prompts import PromptSettings
-from agent_runtime.trainers.hi_agent.grpo_config import GRPOConfig
+from agent_runtime.trainers.hi_agent.grpo_config import GRPO_LEVELS, GRPOConfig
 from agent_runtime.trainers.hi_agent.grpo_data import GRPORecord, Level, low_level_text, save_records
 from agent_runtime.trainers.hi_agent.grpo_rewards import (
     Judge,
@@ -73,9 +77,23 @@ if TYPE_CHECKING:
 STATE_FILE = "grpo_state.json"
 LOW_DIR = "low_level"
 DATA_DIR = "data"
-ROLE_OF: dict[Level, str] = {"high": "manager", "low": "worker"}
 #: The adapter name TRL's GRPOTrainer takes the KL reference from; with none, the base (adapters off).
 TRL_REF_ADAPTER = "ref"
+#: The role names of the two levels, by how the trained ``--role`` names them: an adapter of
+#: ``--role low`` is for the ``hi_agent`` graph's low level, one of ``--role worker`` for the Worker.
+LEVEL_NAMES: dict[str, dict[Level, str]] = {
+    "hi_agent": {"high": "high", "low": "low"},
+    "mobile_agent_v3": {"high": "manager", "low": "worker"},
+}
+
+
+def level_names(role: str) -> dict[Level, str]:
+    """The names of both levels in the naming ``role`` uses (its iteration manifests say them).
+
+    >>> level_names("high")["low"], level_names("manager")["low"]
+    ('low', 'worker')
+    """
+    return LEVEL_NAMES["hi_agent" if role in LEVEL_NAMES["hi_agent"].values() else "mobile_agent_v3"]
 
 
 # -- the frozen models: π_ℓ for r_env and the judge, through our chat-model interface --------------
@@ -322,13 +340,13 @@ class GRPOLoop:
         overwrite: bool = False,
         echo: Echo | None = None,
     ) -> None:
-        if cfg.role not in ROLE_OF.values():
+        if cfg.role not in GRPO_LEVELS:
             raise ConfigError(
                 f"--method grpo trains the worker (low level) or the manager (high level), not {cfg.role!r}",
-                hint="use --role worker or --role manager",
+                hint="use --role worker|manager, or the hi_agent graph's --role low|high",
             )
-        if cfg.alternate and cfg.role != "manager":
-            raise ConfigError("--alternate trains both levels; it goes with --role manager")
+        if cfg.alternate and GRPO_LEVELS[cfg.role] != "high":
+            raise ConfigError("--alternate trains both levels; it goes with --role manager (or high)")
         if not cfg.lora:
             raise ConfigError("GRPO trains a LoRA adapter", hint="drop --full")
         per_step = cfg.batch_size * cfg.gradient_accumulation_steps
@@ -343,7 +361,8 @@ class GRPOLoop:
                 "--method grpo trains in-process with TRL; --server-url/--ray-address are for trpo/dgrpo"
             )
         self.cfg, self.opts, self.settings = cfg, opts, settings
-        self.level: Level = "high" if cfg.role == "manager" else "low"
+        self.level: Level = GRPO_LEVELS[cfg.role]
+        self.names = level_names(cfg.role)
         self.echo = echo or (lambda _text: None)
         self.out = Path(cfg.output_dir).resolve()
         self.resolved = resolve_model_ref(cfg.base)
@@ -423,7 +442,7 @@ class GRPOLoop:
                 "base": init,
                 "output_dir": output,
                 "level": level,
-                "role": ROLE_OF[level],
+                "role": self.names[level],
                 "seed": self.cfg.seed + it - 1,
             }
         )

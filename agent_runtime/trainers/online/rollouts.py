@@ -36,6 +36,13 @@ re-ask from the rollout's sampling seed and the attempt
 (:func:`~agent_runtime.roles.caller.reask_seed`), so re-asks are on-policy samples, independent
 across a group.
 
+**The graph a rollout plays** is the one that calls the trained role at every step
+(:data:`ROLLOUT_GRAPHS`): ``mobile_agent_v3`` for the Worker or the Manager, ``single`` for
+GUI-Owl's single model — whatever ``[graph] kind`` the runtime config says, since a config may
+well be written for another graph (``auto``, which calls the Worker only after escalating, or
+``hi_agent``, which never does). :func:`rollout_config` sets it; the config's other ``[graph]``
+settings (limits, re-asks, ``reflect``) stay.
+
 An episode's step budget is the tightest of the task's own, the runtime config's
 ``[graph] max_steps`` and the RL option ``max_turns`` (``--max-turns``), see :func:`episode_budget`.
 
@@ -60,13 +67,19 @@ from agent_runtime.errors import ConfigError, DependencyError, TrainingError
 from agent_runtime.trainers.online.samples import StepTokens, Trajectory
 
 if TYPE_CHECKING:
-    from agent_runtime.config import RuntimeConfig
+    from agent_runtime.config import GraphKind, RuntimeConfig
     from agent_runtime.simphone.tasks import Task
 
 log = logging.getLogger(__name__)
 
 #: Where a role's RL fields live in ``CallRecord.extra`` (written by ``roles.caller.rl_fields``).
 RL_KEY = "rl"
+#: The graph whose rollouts train each role online (module docstring).
+ROLLOUT_GRAPHS: dict[str, GraphKind] = {
+    "worker": "mobile_agent_v3",
+    "manager": "mobile_agent_v3",
+    "single": "single",
+}
 
 
 def task_id(task: Task) -> str:
@@ -226,6 +239,18 @@ def trajectory_from_run(
 # -- playing ---------------------------------------------------------------------------------------
 
 
+def rollout_config(config: RuntimeConfig, role: str) -> RuntimeConfig:
+    """``config`` playing the graph that trains ``role`` (:data:`ROLLOUT_GRAPHS`), its other
+    ``[graph]`` settings kept."""
+    kind = ROLLOUT_GRAPHS.get(role)
+    if kind is None:
+        raise ConfigError(
+            f"online RL does not train the {role}: its rollouts must call the role at every step",
+            hint=f"train one of: {', '.join(ROLLOUT_GRAPHS)}",
+        )
+    return config.model_copy(update={"graph": config.graph.model_copy(update={"kind": kind})})
+
+
 def episode_budget(task_steps: int, graph_steps: int, max_turns: int | None = None) -> int:
     """Steps a rollout may take: the tightest of the task's own budget, the runtime config's
     ``[graph] max_steps`` and the RL option ``max_turns`` (``--max-turns``).
@@ -246,7 +271,8 @@ PolicyFactory = Callable[[int], Any]
 
 
 class RolloutWorker:
-    """Plays rollouts with one runtime config, the trained role's model and its processor.
+    """Plays rollouts with one runtime config (in the graph of the trained role:
+    :func:`rollout_config`), the trained role's model and its processor.
 
     ``other_models`` are chat models for the other roles (tests pass doubles; by default the
     runtime builds them from ``config``). Thread-safe: each rollout gets its own runtime and phone.
@@ -264,8 +290,9 @@ class RolloutWorker:
         max_turns: int | None = None,
     ) -> None:
         # Training must not learn from a memory of the tasks it is trained on: no experience store.
-        self.config = config.model_copy(
-            update={"memory": config.memory.model_copy(update={"experience": False})}
+        played = rollout_config(config, role)
+        self.config = played.model_copy(
+            update={"memory": played.memory.model_copy(update={"experience": False})}
         )
         self.role = role
         self.policy = policy
