@@ -3,8 +3,11 @@
 >>> from agent_runtime.evaluation import evaluate, oracle_policy
 >>> report = evaluate(oracle_policy, tasks="Clock*", split="test", episodes=3)  # doctest: +SKIP
 >>> report.success_rate, report.ci95  # doctest: +SKIP
+
+Graph kinds are compared on the same instances with :func:`compare_graphs`.
 """
 
+from agent_runtime.evaluation.compare import GraphComparison, compare_graphs
 from agent_runtime.evaluation.episode import (
     AgentPolicy,
     ExpertPolicy,
@@ -22,12 +25,14 @@ __all__ = [
     "SUITES",
     "AgentPolicy",
     "EpisodeResult",
-    "ExpertPolicy",
     "EvalReport",
+    "ExpertPolicy",
+    "GraphComparison",
     "Outcome",
     "Policy",
     "Stats",
     "TaskStats",
+    "compare_graphs",
     "evaluate",
     "executor_for",
     "oracle_policy",

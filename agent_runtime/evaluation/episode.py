@@ -10,6 +10,7 @@ execute loop that step-level policies (``observation -> Action``) run in.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,6 +34,9 @@ class Outcome(BaseModel):
     steps: int = Field(0, ge=0, description="actions executed (answer included, terminate not)")
     status: str = Field("success", description="how the policy ended: success, failure, max_steps, …")
     run_dir: str | None = Field(None, description="the run's trace directory, when the policy wrote one")
+    critical_calls: int | None = Field(
+        None, ge=0, description="model calls on the steps' critical paths, re-asks included (agents)"
+    )
 
 
 class Policy(Protocol):
@@ -140,7 +144,9 @@ class AgentPolicy:
     The runtime is imported when the policy is built, so a missing runtime fails before any
     episode starts. Each episode gets its own ``Runtime`` (and run directory under
     ``config.runs.dir``); the run's status (``completed``, ``failed``, ``error``…) is reported
-    as the outcome's status.
+    as the outcome's status, and its steps' ``timings_ms.critical_calls`` summed as the
+    outcome's ``critical_calls`` — what tells graph kinds apart in cost (1 call a step for
+    ``single``, 2 for ``hi_agent``, 3 for ``mobile_agent_v3``).
     """
 
     name = "agent"
@@ -160,8 +166,23 @@ class AgentPolicy:
                 result.error["message"], hint=result.error.get("hint"), run_dir=str(result.run_dir)
             )
         return Outcome(
-            answer=result.answer, steps=result.steps, status=str(result.status), run_dir=str(result.run_dir)
+            answer=result.answer,
+            steps=result.steps,
+            status=str(result.status),
+            run_dir=str(result.run_dir),
+            critical_calls=critical_calls(result.run_dir),
         )
+
+
+def critical_calls(run_dir: Path | str) -> int | None:
+    """The model calls on the critical paths of a run's recorded steps (None when a step lacks
+    the count: a trace written before it was recorded)."""
+    from agent_runtime.traces import load_run
+
+    counts = [step.timings_ms.get("critical_calls") for step in load_run(run_dir).steps]
+    if any(c is None for c in counts):
+        return None
+    return int(sum(c for c in counts if c is not None))
 
 
 def policy_name(policy: Policy) -> str:

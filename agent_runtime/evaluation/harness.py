@@ -40,11 +40,12 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
     started = time.perf_counter()
     phone = SimPhone(seed=seed)
     answer: str | None = None
+    calls: int | None = None
     steps, status, error, score, check = 0, "error", None, 0.0, ""
     try:
         task.setup(phone)
         outcome = policy(task, phone)
-        answer, steps, status = outcome.answer, outcome.steps, outcome.status
+        answer, steps, status, calls = outcome.answer, outcome.steps, outcome.status, outcome.critical_calls
         verification = check_task(task, phone, answer)
         if not verification.checked:  # the checker itself failed: an episode error
             raise RuntimeError(verification.detail)
@@ -85,6 +86,7 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
         check=check,
         duration_s=round(time.perf_counter() - started, 3),
         oracle_steps=steps if policy_name(policy) == "oracle" else oracle_steps(name, seed),
+        critical_calls=calls,
     )
 
 

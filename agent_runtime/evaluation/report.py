@@ -53,6 +53,9 @@ class EpisodeResult(BaseModel):
     check: str = Field("", description="what the task's check found, in a sentence")
     duration_s: float = 0.0
     oracle_steps: int | None = Field(None, description="steps the expert needs for this instance")
+    critical_calls: int | None = Field(
+        None, description="model calls on the steps' critical paths (agent policies; None: not counted)"
+    )
 
 
 class Stats(BaseModel):
