@@ -99,3 +99,20 @@ def xvfb() -> Iterator[Any]:
 
     with Xvfb(1920, 1080) as server:
         yield server
+
+
+# -- a first-time user -----------------------------------------------------------------------------
+@pytest.fixture()
+def fresh_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty working directory and home, no AGENT_RUNTIME_* variable, nothing on port 8000."""
+    import os
+
+    from agent_runtime import demo_model
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for key in list(os.environ):
+        if key.startswith("AGENT_RUNTIME_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setattr(demo_model, "endpoint_answers", lambda cfg, timeout_s=1.5: False)
+    return tmp_path

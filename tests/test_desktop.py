@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +68,10 @@ class ProbeApp:
         return [x + w * fx, y + h * fy]
 
 
-@pytest.fixture()
-def app(xvfb: Any, tmp_path: Path) -> Iterator[ProbeApp]:
-    state = tmp_path / "state.json"
-    env = {**os.environ, "DISPLAY": xvfb.display}
+@contextmanager
+def probe_app(display: str, state: Path) -> Iterator[ProbeApp]:
+    """The Tk probe app on ``display``, laid out and reporting into ``state``."""
+    env = {**os.environ, "DISPLAY": display}
     proc = subprocess.Popen([sys.executable, str(APP), str(state)], env=env)
     probe = ProbeApp(proc, state)
     try:
@@ -79,6 +80,12 @@ def app(xvfb: Any, tmp_path: Path) -> Iterator[ProbeApp]:
     finally:
         proc.terminate()
         proc.wait(timeout=5)
+
+
+@pytest.fixture()
+def app(xvfb: Any, tmp_path: Path) -> Iterator[ProbeApp]:
+    with probe_app(xvfb.display, tmp_path / "state.json") as probe:
+        yield probe
 
 
 def act(device: Any, obj: dict[str, Any]) -> Any:

@@ -10,7 +10,6 @@ outcomes: ``single`` solves every instance, ``mobile_agent_v3`` none.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -223,17 +222,10 @@ def test_eval_graph_errors(args: list[str], message: str) -> None:
 
 
 @pytest.fixture()
-def unconfigured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No config file, no AGENT_RUNTIME_* variable, no server at the default endpoint, and the
-    demo model installable: the demo-model fallback applies."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    for key in list(os.environ):
-        if key.startswith("AGENT_RUNTIME_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setattr(demo_model, "endpoint_answers", lambda cfg, timeout_s=1.5: False)
+def unconfigured(fresh_user: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh user on a machine where the demo model is installable: the fallback applies."""
     monkeypatch.setattr(demo_model, "missing", lambda: None)
-    return tmp_path
+    return fresh_user
 
 
 @pytest.mark.parametrize("kind", GRAPH_KINDS)

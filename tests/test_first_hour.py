@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -30,18 +29,6 @@ from tests.doubles import ScriptedChatModel, manager_reply, worker_reply
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
 TASK = "Start a 3-minute timer."
-
-
-@pytest.fixture()
-def fresh_user(tmp_path, monkeypatch):
-    """An empty working directory and home, no AGENT_RUNTIME_* variable, nothing on port 8000."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    for key in list(os.environ):
-        if key.startswith("AGENT_RUNTIME_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setattr(demo_model, "endpoint_answers", lambda cfg, timeout_s=1.5: False)
-    return tmp_path
 
 
 @pytest.fixture()

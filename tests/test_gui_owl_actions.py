@@ -12,9 +12,6 @@ A reply may name points as ``$name``; a row's ``setup`` finds them on the screen
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,7 +26,7 @@ from agent_runtime.errors import ActionParseError
 from agent_runtime.observation import parse_ui_xml
 from agent_runtime.roles.gui_owl import allowed_actions, parse_gui_owl
 from agent_runtime.simphone import LAUNCHER_PACKAGE, SimPhone
-from tests.test_desktop import APP, ProbeApp, needs_xdotool, needs_xvfb
+from tests.test_desktop import ProbeApp, needs_xdotool, needs_xvfb, probe_app
 
 SETTINGS = "com.android.settings"
 CONTACTS = "com.android.contacts"
@@ -391,16 +388,8 @@ def computer(xvfb: Any) -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def probe(xvfb: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProbeApp]:
     """One probe app for the module: rows check what changed, so their order does not matter."""
-    state = tmp_path_factory.mktemp("probe") / "state.json"
-    env = {**os.environ, "DISPLAY": xvfb.display}
-    proc = subprocess.Popen([sys.executable, str(APP), str(state)], env=env)
-    app = ProbeApp(proc, state)
-    try:
-        app.wait_for(lambda s: s["ready"] and s["geometry"]["button"][2] > 1, timeout=10)
+    with probe_app(xvfb.display, tmp_path_factory.mktemp("probe") / "state.json") as app:
         yield app
-    finally:
-        proc.terminate()
-        proc.wait(timeout=5)
 
 
 def probe_points(app: ProbeApp) -> dict[str, list[float]]:

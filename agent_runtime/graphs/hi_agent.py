@@ -23,9 +23,9 @@ from typing import Any, Literal
 
 from agent_runtime.config import shows_tree
 from agent_runtime.events import StepStarted
-from agent_runtime.graphs.inputs import images_for, tree_for, tree_text
-from agent_runtime.graphs.shared import Ctx, format_failure, take_action
-from agent_runtime.graphs.state import AgentState, Step
+from agent_runtime.graphs.inputs import images_for, tree_for
+from agent_runtime.graphs.shared import Ctx, begin_step, format_failure, take_action
+from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import observe, role_event
 from agent_runtime.roles import hi_agent
 from agent_runtime.roles.caller import ImageInput
@@ -66,19 +66,20 @@ def high_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     )
     emit(role_event(step, "high", result))
     instruction = result.output.instruction if result.output is not None else ""
-    pending = Step(
-        step=step,
+    pending = begin_step(
+        ctx,
+        state,
+        obs,
+        ref,
+        t0,
+        result,
+        role="high",
+        graph=KIND,
+        actor="low",
         subgoal=instruction or state["task"],
         plan=[instruction] if instruction else [],
         thought=result.output.reasoning if result.output is not None else "",
         description=instruction,
-        before_screen=ref,
-        before_tree=tree_text(obs) if ctx.any_tree else "",
-        t0=t0,
-        timings={"high": result.latency_ms},
-        critical_calls=result.attempts,
-        graph=KIND,
-        actor="low",
     )
     update: dict[str, Any] = {"screen": ref, "plan": pending.plan}
     if result.output is None:

@@ -37,9 +37,9 @@ from langgraph.graph import StateGraph
 
 from agent_runtime.config import shows_tree
 from agent_runtime.events import Notice, RoleOutputEvent, StepStarted
-from agent_runtime.graphs.inputs import images_for, manager_inputs, tree_text, worker_inputs
-from agent_runtime.graphs.shared import TEAM, Ctx, format_failure, take_action
-from agent_runtime.graphs.state import AgentState, Step
+from agent_runtime.graphs.inputs import images_for, manager_inputs, worker_inputs
+from agent_runtime.graphs.shared import TEAM, Ctx, begin_step, format_failure, take_action
+from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import commit, observe, role_event
 from agent_runtime.roles import manager, worker
 from agent_runtime.roles.caller import ImageInput
@@ -141,19 +141,19 @@ def act_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         sections=worker.SECTIONS,
     )
     emit(role_event(step, "worker", result))
-    pending = Step(
-        step=step,
+    pending = begin_step(
+        ctx,
+        state,
+        obs,
+        ref,
+        t0,
+        result,
+        role="worker",
+        graph=TEAM,
+        actor="worker",
         subgoal=subgoal,
         plan=plan,
         completed=state.get("completed", []),
-        before_screen=ref,
-        # The Reflector compares trees; keep the "before" one with the step (it survives a resume).
-        before_tree=tree_text(obs) if ctx.any_tree else "",
-        t0=t0,
-        timings={"worker": result.latency_ms},
-        critical_calls=result.attempts,
-        graph=TEAM,
-        actor="worker",
     )
     update: dict[str, Any] = {"screen": ref}
     if result.output is None:

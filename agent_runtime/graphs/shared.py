@@ -62,6 +62,35 @@ def in_progress(state: AgentState) -> Step:
 WHO = {"worker": "Worker", "low": "low level", "high": "high level", "single": "agent", "manager": "Manager"}
 
 
+def begin_step(
+    ctx: RunContext,
+    state: AgentState,
+    obs: Observation,
+    ref: str,
+    t0: float,
+    result: RoleResult[Any],
+    *,
+    role: str,
+    graph: str,
+    actor: str,
+    **fields: Any,
+) -> Step:
+    """The step in progress after its first model call (``role``'s, whose latency and attempts
+    start the step's critical path); ``actor`` is the role whose action it will execute."""
+    return Step(
+        step=state.get("step", 0),
+        before_screen=ref,
+        # The Reflector compares trees; keep the "before" one with the step (it survives a resume).
+        before_tree=tree_text(obs) if ctx.any_tree else "",
+        t0=t0,
+        timings={role: result.latency_ms},
+        critical_calls=result.attempts,
+        graph=graph,
+        actor=actor,
+        **fields,
+    )
+
+
 def format_failure(
     runtime: Ctx, state: AgentState, pending: Step, role: str, error: str | None
 ) -> dict[str, Any]:

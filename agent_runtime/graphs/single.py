@@ -21,9 +21,9 @@ from typing import Any, Literal
 
 from agent_runtime.config import shows_tree
 from agent_runtime.events import StepStarted
-from agent_runtime.graphs.inputs import images_for, tree_for, tree_text
-from agent_runtime.graphs.shared import Ctx, format_failure, take_action
-from agent_runtime.graphs.state import AgentState, Step
+from agent_runtime.graphs.inputs import images_for, tree_for
+from agent_runtime.graphs.shared import Ctx, begin_step, format_failure, take_action
+from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import observe, role_event
 from agent_runtime.roles import gui_owl
 from agent_runtime.roles.caller import ImageInput
@@ -68,16 +68,8 @@ def single_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         reply_format=gui_owl.REPLY_FORMAT,
     )
     emit(role_event(step, "single", result))
-    pending = Step(
-        step=step,
-        subgoal=state["task"],
-        before_screen=ref,
-        before_tree=tree_text(obs) if ctx.any_tree else "",
-        t0=t0,
-        timings={"single": result.latency_ms},
-        critical_calls=result.attempts,
-        graph=KIND,
-        actor="single",
+    pending = begin_step(
+        ctx, state, obs, ref, t0, result, role="single", graph=KIND, actor="single", subgoal=state["task"]
     )
     update: dict[str, Any] = {"screen": ref}
     if result.output is None:
