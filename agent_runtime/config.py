@@ -325,6 +325,12 @@ class RuntimeConfig(BaseSettings):
     def role(self, name: Role) -> RoleConfig:
         return self.roles.get(name) or RoleConfig()
 
+    def playing(self, kind: GraphKind) -> RuntimeConfig:
+        """This configuration with graph ``kind`` (its other ``[graph]`` settings kept)."""
+        if kind == self.graph.kind:
+            return self
+        return self.model_copy(update={"graph": self.graph.model_copy(update={"kind": kind})})
+
     def graph_roles(self) -> tuple[Role, ...]:
         """The roles this configuration's graph calls: the optional ones (Reflector, Notetaker,
         RAG) only when enabled — and the Reflector of ``hi_agent``/``single`` only with

@@ -241,7 +241,7 @@ class Runtime:
         from agent_runtime.roles.caller import RoleCaller
         from agent_runtime.roles.templates import load_template, role_template
 
-        config = self._config_for(kind)
+        config = self.config.playing(kind)
         callers: dict[str, RoleCaller] = {}
         for role in config.graph_roles():
             if role not in OPTIONAL_ROLES and not config.role(role).enabled:
@@ -264,12 +264,6 @@ class Runtime:
                 images_first=role in ("high", "low"),
             )
         return callers
-
-    def _config_for(self, kind: GraphKind) -> RuntimeConfig:
-        """This runtime's configuration playing graph ``kind`` (a resumed run keeps its own)."""
-        if kind == self.config.graph.kind:
-            return self.config
-        return self.config.model_copy(update={"graph": self.config.graph.model_copy(update={"kind": kind})})
 
     def _models_record(self, callers: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
@@ -515,7 +509,7 @@ class Runtime:
                     "finished_at": None,
                     "device": info.model_dump(mode="json"),
                     "models": self._models_record(callers),
-                    "config": self._config_for(plan.kind).public(),
+                    "config": self.config.playing(plan.kind).public(),
                     "timings": base.timings,
                     "tokens": base.tokens,
                     "verification": plan.check.pending() if plan.check else None,

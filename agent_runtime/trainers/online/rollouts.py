@@ -248,7 +248,7 @@ def rollout_config(config: RuntimeConfig, role: str) -> RuntimeConfig:
             f"online RL does not train the {role}: its rollouts must call the role at every step",
             hint=f"train one of: {', '.join(ROLLOUT_GRAPHS)}",
         )
-    return config.model_copy(update={"graph": config.graph.model_copy(update={"kind": kind})})
+    return config.playing(kind)
 
 
 def episode_budget(task_steps: int, graph_steps: int, max_turns: int | None = None) -> int:
