@@ -33,11 +33,14 @@ KIND = "single"
 
 
 def _history(state: AgentState) -> list[str]:
-    """One line per earlier step: its conclusion (else its action), and how a failed one failed."""
+    """One line per earlier step kept in the state (``Step4: …``, numbered from 1 like GUI-Owl's
+    prompt): its conclusion (else its action), and how a failed one failed."""
     lines = []
     for h in state.get("history", []):
         line = h["description"] or h["action"]
-        lines.append(line if h["success"] else f"{line} (failed: {h['feedback'] or 'no effect'})")
+        if not h["success"]:
+            line = f"{line} (failed: {h['feedback'] or 'no effect'})"
+        lines.append(f"Step{h['step'] + 1}: {line}")
     return lines
 
 

@@ -150,7 +150,7 @@ class GuiOwlInputs(BaseModel):
 
     task: str
     tools: str
-    history: list[str] = Field(default_factory=list, description="one line per earlier step")
+    history: list[str] = Field(default_factory=list, description="one 'StepN: …' line per earlier step")
     observation: str = "screenshot"
     ui_tree: str = ""
 
