@@ -163,15 +163,34 @@ def test_auto_escalates_after_n_failed_steps_in_one_run(tmp_path: Path, after: i
     assert [s.graph for s in loaded.steps] == ["single"] * after + ["mobile_agent_v3"] * (len(actions) - 1)
     assert all(not s.verdict.success for s in loaded.steps[:after] if s.verdict)
     assert [s.step for s in loaded.steps] == list(range(len(loaded.steps)))
-    # The Manager's first call is an update that reports the single model's last, failed step.
+    # The Manager's first plan is made from the screen as it is, with the single model's steps
+    # handed over (Earlier Steps); the Worker's history keeps them too.
     manager_prompt = next(c for c in loaded.calls if c.role == "manager").messages[0]["content"][0]["text"]
-    assert "### Last Action ###" in manager_prompt and '"coordinate": [3, 3]' in manager_prompt
-    assert "### Potentially Stuck! ###" in manager_prompt and "tap the corner" in manager_prompt
-    assert "No operations have been completed yet." in manager_prompt
+    earlier = manager_prompt.split("### Earlier Steps ###")[1].split("The screen below")[0]
+    assert (
+        earlier.count('"coordinate": [3, 3]') == after and earlier.count("tap the corner — Failed") == after
+    )
+    worker_prompt = next(c for c in loaded.calls if c.role == "worker").messages[0]["content"][0]["text"]
+    assert "tap the corner" in worker_prompt
     assert [c.role for c in loaded.calls][:after] == ["single"] * after
     shown = CliRunner().invoke(cli_app, ["traces", "show", result.run_id, "--runs-dir", str(tmp_path)])
     assert shown.exit_code == 0, shown.output
     assert "graph:   auto (steps by single → mobile_agent_v3)" in shown.output
+
+
+def test_auto_escalates_at_once_when_the_single_model_cannot_write_its_format(tmp_path: Path) -> None:
+    """A reply that never parses, even after the re-asks, hands over at once (not after
+    ``escalate_after`` steps); the team's first plan hears of no step, since none was played."""
+    actions = oracle_actions()
+    script = {"single": "I would tap the clock, I think.", **script_for("mobile_agent_v3", actions)}
+    runtime = in_process("auto", script, tmp_path, escalate_after=3)
+    result = runtime.run(make_task(TASK, SEED).goal, device=f"simphone:{SEED}")
+    assert result.status == "completed" and result.verified is True
+    loaded = load_run(result.run_dir)
+    assert [s.graph for s in loaded.steps] == ["single"] + ["mobile_agent_v3"] * (len(actions) - 1)
+    assert loaded.steps[0].format_failure and loaded.steps[0].timings_ms["critical_calls"] == 3
+    manager_prompt = next(c for c in loaded.calls if c.role == "manager").messages[0]["content"][0]["text"]
+    assert "### Earlier Steps ###" not in manager_prompt
 
 
 def test_auto_does_not_escalate_when_the_single_model_succeeds(tmp_path: Path) -> None:
@@ -191,6 +210,11 @@ def test_auto_escalates_when_the_single_model_gives_up(tmp_path: Path) -> None:
     assert result.status == "completed" and result.verified is True
     loaded = load_run(result.run_dir)
     assert [s.graph for s in loaded.steps][0] == "single" and loaded.steps[1].graph == "mobile_agent_v3"
+    manager_prompt = next(c for c in loaded.calls if c.role == "manager").messages[0]["content"][0]["text"]
+    assert (
+        '{"action": "terminate", "status": "failure"} — cannot — Failed: the agent terminated'
+        in manager_prompt
+    )
 
 
 def test_single_interact_ends_the_run_with_the_question(tmp_path: Path) -> None:

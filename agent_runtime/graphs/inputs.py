@@ -81,7 +81,7 @@ WORKER_HISTORY = 5
 def action_text(step: Step | None) -> str:
     """The action as the model wrote it (JSON), for history lines and the Reflector."""
     if step is None or step.action is None:
-        return "(no valid action: the Worker's reply could not be parsed)"
+        return "(no valid action: the reply could not be parsed)"
     return json.dumps(step.action, ensure_ascii=False)
 
 
@@ -103,6 +103,7 @@ def manager_inputs(
             device_word=device_word,
             init=True,
             knowledge=state.get("knowledge", ""),
+            earlier=state.get("handover", []),
             **screen,
         )
     failures = state.get("failures", 0)
@@ -112,28 +113,17 @@ def manager_inputs(
         for h in history[-min(failures, HISTORY_KEEP) :]
         if not h["success"]
     ]
-    if step is None and history:
-        # No step of its own to report (an ``auto`` run just handed over): the last one played.
-        last = history[-1]
-        reported = (last["action"], last["description"], last["success"], last["feedback"])
-    else:
-        verdict = step.verdict if step is not None else None
-        reported = (
-            action_text(step),
-            step.description if step is not None else "",
-            verdict is None or verdict.success,
-            verdict.feedback if verdict is not None else "",
-        )
+    verdict = step.verdict if step is not None else None
     return manager.ManagerInputs(
         task=state["task"],
         device_word=device_word,
         init=False,
         completed=state.get("completed", []),
         plan=state.get("plan", []),
-        last_action=reported[0],
-        last_description=reported[1],
-        last_outcome="Successful" if reported[2] else "Failed",
-        last_feedback=reported[3],
+        last_action=action_text(step),
+        last_description=step.description if step is not None else "",
+        last_outcome="Successful" if verdict is None or verdict.success else "Failed",
+        last_feedback=verdict.feedback if verdict is not None else "",
         notes=NoteStore.from_state(state.get("notes")).render(),
         stuck=failures >= graph.stuck_after and bool(attempts),
         stuck_attempts=attempts[-5:],
@@ -231,6 +221,7 @@ def fold_history(state: AgentState, step: Step) -> dict[str, Any]:
         description=step.description,
         success=verdict.success,
         feedback=verdict.feedback,
+        parsed=step.action is not None,
     )
     history = [*state.get("history", []), item][-HISTORY_KEEP:]
     failures = 0 if verdict.success else state.get("failures", 0) + 1

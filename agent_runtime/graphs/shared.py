@@ -12,7 +12,8 @@ one implementation for all of them.
   with no Reflector a step succeeds only if the device reported no failure and the screen changed.
 * ``advance`` (kinds without a Manager): commits the step, ends the run on its budget, and — for
   ``auto`` — hands over to the multi-agent graph after ``graph.escalate_after`` consecutive
-  failed steps, or when the single model would end the run without success.
+  failed steps, after a reply that never parsed, or when the single model would end the run
+  without success (:func:`escalation_due`, :func:`escalate`).
 * ``finish``: commits a step the run ended on.
 """
 
@@ -30,8 +31,8 @@ from agent_runtime.alignment import screen_actions
 from agent_runtime.config import GraphConfig
 from agent_runtime.events import ActionExecuted, NotesEvent, Notice, VerdictEvent
 from agent_runtime.graphs.context import RunContext
-from agent_runtime.graphs.inputs import images_for, notetaker_inputs, reflector_inputs, tree_text
-from agent_runtime.graphs.state import AgentState, Step
+from agent_runtime.graphs.inputs import action_text, images_for, notetaker_inputs, reflector_inputs, tree_text
+from agent_runtime.graphs.state import AgentState, HistoryItem, Step
 from agent_runtime.graphs.steps import account, commit, role_event
 from agent_runtime.observation import Observation
 from agent_runtime.role_outputs import NotetakerOutput, WorkerOutput
@@ -327,45 +328,73 @@ def advance_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         step = pending.step + 1
         update.update(pending=None, step=step)
     status = state.get("status")
-    if escalation_due(state, ctx.config.graph, step, status):
-        handover = escalate(state, ctx.config.graph)
-        why = state.get("reason") if status else f"{state.get('failures', 0)} consecutive failed steps"
+    unparsed = pending is not None and pending.format_failure
+    if escalation_due(state, ctx.config.graph, step, status, unparsed):
+        if status:
+            why = state.get("reason", "")
+        elif unparsed:
+            why = "its reply could not be parsed, even after re-asking"
+        else:
+            why = f"{state.get('failures', 0)} consecutive failed steps"
         emit(Notice(message=f"escalating to the multi-agent graph at step {step}: {why}"))
-        update.update(handover, escalated_at=step)
+        update.update(escalate(state, pending), escalated_at=step)
         return update
     if status is None and step >= state["max_steps"]:
         update.update(status="max_steps", success=False, reason=f"step budget of {state['max_steps']} spent")
     return update
 
 
-def escalation_due(state: AgentState, graph: GraphConfig, step: int, status: str | None) -> bool:
-    """An ``auto`` run hands over after ``escalate_after`` consecutive failed steps, or when the
-    single model would end the run without success (terminate failure, stalemate) — never after
-    a success claim, a question for the user, or with no step left."""
+def escalation_due(
+    state: AgentState, graph: GraphConfig, step: int, status: str | None, unparsed: bool
+) -> bool:
+    """An ``auto`` run hands over after ``escalate_after`` consecutive failed steps, at once
+    when the single model's reply could not be parsed even after the re-asks (a model that does
+    not speak the format will not start to), or when it would end the run without success
+    (terminate failure, stalemate) — never after a success claim, a question for the user, or
+    with no step left."""
     if not state.get("escalate") or step >= state["max_steps"] or state.get("question"):
         return False
     if status is not None:
         return status in _ESCALATABLE
-    return state.get("failures", 0) >= graph.escalate_after
+    return unparsed or state.get("failures", 0) >= graph.escalate_after
 
 
-def escalate(state: AgentState, graph: GraphConfig) -> dict[str, Any]:
+def escalate(state: AgentState, last: Step | None) -> dict[str, Any]:
     """The state update that hands an ``auto`` run to the multi-agent graph.
 
-    The Manager starts in update mode with the single model's history: its successful steps as
-    Historical Operations, the last step as the Last Action, and — with the failure count kept
-    up to ``stuck_after`` — its failed attempts in the Potentially Stuck block; the team then
-    has ``give_up_after`` failures of its own before the run gives up.
+    The team starts as Mobile-Agent-v3 always does — RAG, then the Manager's first plan from the
+    screen as it is now — with the single model's steps handed over: the Manager's first prompt
+    lists them (Earlier Steps), its successful ones seed the Historical Operations, and the
+    Worker's action history keeps them. Replies that never parsed did nothing and are left out.
+    The failure count starts afresh: the team has its own ``stuck_after``/``give_up_after``.
     """
     history = state.get("history", [])
-    done = [h["description"] or h["action"] for h in reversed(history) if h["success"]]
+    played = [h for h in history if h.get("parsed", True)]
+    if last is not None and last.verdict is None and last.action is not None:
+        # A step that ended the single model's part without being judged (terminate, stalemate).
+        played.append(
+            HistoryItem(
+                step=last.step,
+                action=action_text(last),
+                description=last.description,
+                success=False,
+                feedback=state.get("reason", ""),
+                parsed=True,
+            )
+        )
+    lines = [
+        f"{h['action']} — {h['description'] or 'no description'} — "
+        + ("Successful" if h["success"] else f"Failed{': ' + h['feedback'] if h['feedback'] else ''}")
+        for h in played
+    ]
     return {
         "graph": TEAM,
         "escalate": False,
-        "planned": True,
-        "plan": [state["task"]],
-        "completed": done,
-        "failures": min(state.get("failures", 0), graph.stuck_after),
+        "planned": False,
+        "plan": [],
+        "completed": [h["description"] or h["action"] for h in reversed(played) if h["success"]],
+        "handover": lines,
+        "failures": 0,
         "repeats": 0,
         "last_action_key": "",
         "status": None,

@@ -12,7 +12,7 @@ a reducer, the last write wins.
 from __future__ import annotations
 
 import time
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,6 +32,8 @@ class HistoryItem(TypedDict):
     description: str
     success: bool
     feedback: str
+    parsed: NotRequired[bool]
+    """False when no valid action was produced (absent in checkpoints written before it)."""
 
 
 class Step(BaseModel):
@@ -121,6 +123,8 @@ class AgentState(TypedDict, total=False):
     """Whether the run may still escalate to the multi-agent graph (``auto`` until it does)."""
     escalated_at: int | None
     """The step at which an ``auto`` run handed over to the multi-agent graph."""
+    handover: list[str]
+    """What the single model did before an ``auto`` run escalated, for the Manager's first plan."""
     platform: str
     """``mobile`` or ``desktop`` — which actions the Worker may use."""
     max_steps: int

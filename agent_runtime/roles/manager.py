@@ -44,6 +44,9 @@ class ManagerInputs(BaseModel):
     device_word: str = "phone"
     init: bool = True
     knowledge: str = ""
+    earlier: list[str] = Field(
+        default_factory=list, description="steps another agent played earlier in the run (auto's handover)"
+    )
     completed: list[str] = Field(default_factory=list)
     plan: list[str] = Field(default_factory=list)
     last_action: str = ""
