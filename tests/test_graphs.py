@@ -139,6 +139,36 @@ def test_run_graph_completes_a_simphone_task_over_http(tmp_path: Path, kind: str
         assert "Instruction: do step 0" in low[1]["text"]
 
 
+def test_run_graph_auto_over_http_escalates_in_one_run(tmp_path: Path) -> None:
+    """``run --graph auto``: two failed single-model steps (1 call each), then the team finishes
+    the checked task in the same run (3 calls a step)."""
+    actions = oracle_actions()
+    tap_nothing = gui_owl_reply({"action": "click", "coordinate": [3, 3]}, "tap the corner")
+    with ScriptedOpenAIServer({"single": tap_nothing, **script_for("mobile_agent_v3", actions)}) as srv:
+        cfg = write_config(tmp_path / "c.toml", srv.base_url)
+        p = cli(
+            "run",
+            "--task-id",
+            f"{TASK}/{SEED}",
+            "--graph",
+            "auto",
+            "--config",
+            str(cfg),
+            "--runs-dir",
+            "runs",
+            "--json",
+            cwd=tmp_path,
+        )
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["status"] == "completed" and out["verified"] is True, out
+    assert "escalating to the multi-agent graph at step 2: 2 consecutive failed steps" in p.stderr
+    steps = load_run(tmp_path / out["run_dir"]).steps
+    team = len(actions) - 1
+    assert [s.graph for s in steps] == ["single", "single"] + ["mobile_agent_v3"] * team
+    assert [s.timings_ms["critical_calls"] for s in steps] == [1, 1] + [3] * team
+
+
 def in_process(kind: str, script: dict[str, Any], tmp_path: Path, **graph: Any) -> Runtime:
     off = RoleConfig(enabled=False)
     cfg = RuntimeConfig(
