@@ -40,6 +40,7 @@ COMMAND_MODULES = [
     "agent_runtime.cli.serve",
     "agent_runtime.cli.eval",
     "agent_runtime.cli.judge",
+    "agent_runtime.cli.mcp",
     "agent_runtime.cli.distill",
     "agent_runtime.cli.evolve",
     "agent_runtime.cli.simphone",

@@ -1,0 +1,350 @@
+"""``agent-runtime mcp``: the runtime as Model Context Protocol tools for other agents (extra ``mcp``).
+
+An agent that speaks MCP (Claude Desktop, an IDE, another agent-runtime) starts
+``agent-runtime mcp`` as a subprocess and talks JSON-RPC over its stdin/stdout. The tools:
+
+* ``run_task(task, device, max_steps, graph)`` plays a task with the configured roles and
+  returns the run's summary (the object ``agent-runtime run --json`` prints). Each step is
+  reported as it happens through MCP progress notifications (the caller's ``progressToken``).
+  Runs are played one at a time; cancelling the call interrupts the run (status
+  ``interrupted``, resumable with ``agent-runtime run --resume RUN_ID``).
+* ``list_devices()`` names the devices a run can use: SimPhone always, the phones an adb server
+  lists (when the ``android`` extra is installed and a server answers; none is started), and the
+  X display in ``DISPLAY``.
+* ``screenshot(device)`` returns what a device shows, as an image.
+* ``get_run(run_id)`` reads a finished (or running) run's record and steps from its trace.
+
+stdout carries the protocol only: the SDK points file descriptor 1 at stderr while it serves,
+so stray prints (a library's progress bar) cannot corrupt a message, and every log goes to
+stderr. Errors the caller can fix (an unknown run id, a bad device spec, a bad graph kind) come
+back as tool errors carrying the message and its hint; the server keeps serving.
+
+The tools are defined inside :func:`build_server`, without postponed annotations in this module:
+the SDK reads each tool's signature (its input schema) by evaluating the annotations, and the
+SDK's types are only importable there, once the optional extra is known to be installed.
+"""
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agent_runtime.config import GraphKind, RuntimeConfig, load_config
+from agent_runtime.errors import AgentRuntimeError, DependencyError
+from agent_runtime.events import (
+    ActionExecuted,
+    Event,
+    Notice,
+    RunFinished,
+    RunStarted,
+    StepStarted,
+    VerdictEvent,
+)
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from agent_runtime.runtime import Runtime
+
+#: How long ``list_devices`` waits for an adb server before saying it found none.
+ADB_PROBE_TIMEOUT_S = 2.0
+
+
+class DeviceEntry(BaseModel):
+    """One device a run can use, as ``list_devices`` reports it."""
+
+    spec: str = Field(description="the device spec to pass to run_task and screenshot")
+    kind: Literal["simphone", "adb", "desktop"]
+    description: str = ""
+
+
+class DeviceList(BaseModel):
+    devices: list[DeviceEntry]
+
+
+class StepSummary(BaseModel):
+    """One executed step, as ``get_run`` reports it (the trace's steps.jsonl has everything)."""
+
+    step: int
+    subgoal: str = ""
+    action: dict[str, Any] | None = Field(None, description="as the model wrote it")
+    ok: bool | None = Field(None, description="whether the device executed the action")
+    outcome: str | None = Field(
+        None, description="the Reflector's verdict: A success, B wrong page, C no change"
+    )
+    feedback: str = ""
+    before_screen: str | None = Field(None, description="screenshot path, relative to run_dir")
+    after_screen: str | None = None
+
+
+class RunDetails(BaseModel):
+    run_id: str
+    task: str
+    status: str
+    success: bool | None = None
+    verified: bool | None = Field(None, description="the end-of-run check: null when nothing checked it")
+    answer: str | None = None
+    steps: list[StepSummary]
+    run_dir: str
+    device: dict[str, Any] = Field(default_factory=dict)
+    error: dict[str, Any] | None = None
+
+
+def progress_message(event: Event) -> str | None:
+    """The one line a progress notification carries for ``event`` (None: not worth one).
+
+    >>> progress_message(StepStarted(step=2, subgoal="Open Clock"))
+    'step 2: Open Clock'
+    >>> progress_message(VerdictEvent(step=2, outcome="A", success=True))
+    'step 2: verdict A (success)'
+    """
+    if isinstance(event, RunStarted):
+        return f"run {event.run_id} started on {event.device}"
+    if isinstance(event, StepStarted):
+        return f"step {event.step}: {event.subgoal}"
+    if isinstance(event, ActionExecuted):
+        mark = "ok" if event.ok else f"failed: {event.message}"
+        return f"step {event.step}: {event.action.get('action', '?')} {mark}"
+    if isinstance(event, VerdictEvent):
+        verdict = "success" if event.success else "failure"
+        feedback = f" — {event.feedback}" if event.feedback else ""
+        return f"step {event.step}: verdict {event.outcome} ({verdict}){feedback}"
+    if isinstance(event, Notice):
+        return event.message
+    if isinstance(event, RunFinished):
+        return f"run {event.run_id} {event.status} after {event.steps} steps"
+    return None
+
+
+def run_summary(final: RunFinished) -> dict[str, Any]:
+    """``agent-runtime run --json``'s object for a finished run, its check read from run.json."""
+    from agent_runtime.traces import read_run_record, verification_of
+
+    verification = None
+    try:
+        verification = verification_of(read_run_record(Path(final.run_dir) / "run.json"))
+    except AgentRuntimeError:
+        pass  # a run that stopped before run.json was written has no check to report
+    summary: dict[str, Any] = {
+        "run_id": final.run_id,
+        "success": final.success,
+        "status": final.status,
+        "verified": verification.verified if verification else None,
+        "verification": verification.model_dump() if verification else None,
+        "answer": final.answer,
+        "steps": final.steps,
+        "run_dir": final.run_dir,
+    }
+    if final.error:
+        summary["error"] = final.error
+    return summary
+
+
+def available_devices() -> DeviceList:
+    """SimPhone, the adb server's phones and the desktop in ``DISPLAY`` — never failing."""
+    devices = [DeviceEntry(spec="simphone", kind="simphone", description="SimPhone, the virtual phone")]
+    devices += _adb_devices()
+    display = os.environ.get("DISPLAY")
+    if display:
+        devices.append(DeviceEntry(spec=f"desktop:{display}", kind="desktop", description="X display"))
+    return DeviceList(devices=devices)
+
+
+def _adb_devices() -> list[DeviceEntry]:
+    """The phones a running adb server lists; none when adbutils is missing or no server answers
+    (listing never starts a server — that is ``adb:SERIAL``'s job when a run asks for one)."""
+    if importlib.util.find_spec("adbutils") is None:
+        return []
+    from adbutils import AdbError
+
+    from agent_runtime.devices.android.adb import _Client, server_address
+
+    try:
+        host, port = server_address(None, None)
+        infos = _Client(host, port, socket_timeout=ADB_PROBE_TIMEOUT_S).list()
+    except (AdbError, OSError, AgentRuntimeError):
+        return []
+    return [
+        DeviceEntry(spec=f"adb:{info.serial}", kind="adb", description=f"Android device ({info.state})")
+        for info in infos
+    ]
+
+
+def screenshot_of(spec: str, config: RuntimeConfig) -> tuple[bytes, str]:
+    """The device's current screenshot and its MIME type (devices send PNG, some JPEG)."""
+    from agent_runtime.devices.registry import resolve_device
+
+    with resolve_device(spec, **config.device.options) as device:
+        data = device.observe().screenshot
+    return data, "image/jpeg" if data[:3] == b"\xff\xd8\xff" else "image/png"
+
+
+def run_details(runs_dir: Path, run_id: str) -> RunDetails:
+    """A run's record and its steps, by id or unique id prefix."""
+    from agent_runtime.traces import find_run, load_run, verification_of
+
+    loaded = load_run(find_run(runs_dir, run_id))
+    record = loaded.run
+    verification = verification_of(record)
+    steps = [
+        StepSummary(
+            step=s.step,
+            subgoal=s.subgoal,
+            action=s.action,
+            ok=s.action_result.get("ok") if s.action_result else None,
+            outcome=s.verdict.outcome if s.verdict else None,
+            feedback=s.verdict.feedback if s.verdict else "",
+            before_screen=s.before_screen,
+            after_screen=s.after_screen,
+        )
+        for s in loaded.steps
+    ]
+    return RunDetails(
+        run_id=record.run_id,
+        task=record.task,
+        status=record.status,
+        success=record.success,
+        verified=verification.verified if verification else None,
+        answer=record.answer,
+        steps=steps,
+        run_dir=str(loaded.dir),
+        device=record.device,
+        error=record.error,
+    )
+
+
+class RuntimeTools:
+    """What the tools do, apart from the protocol: one loaded configuration, one runtime per graph
+    kind (model clients, and in-process models, are loaded once and reused across calls)."""
+
+    def __init__(self, config_path: Path | None = None, runs_dir: Path | None = None) -> None:
+        self.config_path = config_path
+        self.config = load_config(config_path)  # a bad config fails at start, not at the first call
+        self.runs_dir = (runs_dir if runs_dir is not None else self.config.runs.dir).expanduser()
+        self._runtimes: dict[str, Runtime] = {}
+
+    def runtime(self, graph: str | None) -> "Runtime":
+        from agent_runtime.runtime import Runtime
+
+        cfg = self.config if graph is None else load_config(self.config_path, **{"graph.kind": graph})
+        kind = cfg.graph.kind
+        if kind not in self._runtimes:
+            self._runtimes[kind] = Runtime(cfg, runs_dir=self.runs_dir)
+        return self._runtimes[kind]
+
+
+def build_server(tools: RuntimeTools) -> "MCPServer":
+    """The MCP server with the four tools bound to ``tools``."""
+    import anyio
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import ImageContent
+
+    from agent_runtime import __version__
+
+    server: MCPServer = MCPServer(
+        name="agent-runtime",
+        version=__version__,
+        instructions="Run GUI-agent tasks on SimPhone, Android phones and desktops; read their traces.",
+        log_level="WARNING",
+    )
+    one_run = anyio.Lock()
+
+    def tool_error(exc: AgentRuntimeError) -> ToolError:
+        return ToolError(str(exc))
+
+    @server.tool()
+    async def run_task(
+        task: Annotated[str, Field(description="What the agent should do, e.g. 'Turn on Wi-Fi'.")],
+        ctx: Context,
+        device: Annotated[
+            str, Field(description="Device spec: simphone[:SEED] | adb[:SERIAL] | desktop[:DISPLAY].")
+        ] = "simphone",
+        max_steps: Annotated[
+            int | None, Field(ge=1, description="Step budget (default: graph.max_steps in the config).")
+        ] = None,
+        graph: Annotated[
+            GraphKind | None,
+            Field(description="Agent graph (default: graph.kind in the config)."),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Run a task on a device with the configured roles; report each step as progress; return
+        the run's summary (run_id, success, status, verified, answer, steps, run_dir). On SimPhone
+        a task whose text is a SimPhone task's goal is checked at the end (verified)."""
+        async with one_run:
+            try:
+                runtime = tools.runtime(graph)
+            except AgentRuntimeError as exc:
+                raise tool_error(exc) from None
+            sent = 0
+
+            async def report(event: Event) -> None:
+                nonlocal sent
+                message = progress_message(event)
+                if message is not None:
+                    sent += 1  # MCP: progress must increase with each notification
+                    await ctx.report_progress(sent, None, message)
+
+            def play() -> RunFinished | None:
+                final = None
+                for event in runtime.stream(task, device=device, max_steps=max_steps):
+                    final = event if isinstance(event, RunFinished) else final
+                    anyio.from_thread.run(report, event)
+                return final
+
+            try:
+                final = await anyio.to_thread.run_sync(play, abandon_on_cancel=True)
+            except anyio.get_cancelled_exc_class():
+                runtime.cancel()  # the caller cancelled: the run records "interrupted" and stops
+                raise
+            except AgentRuntimeError as exc:
+                raise tool_error(exc) from None
+        if final is None:
+            raise ToolError("the run ended without a result")
+        return run_summary(final)
+
+    @server.tool()
+    def list_devices() -> DeviceList:
+        """The devices a run can use: SimPhone always, the phones a running adb server lists, and
+        the X display in DISPLAY. Pass an entry's spec as run_task's or screenshot's device."""
+        return available_devices()
+
+    @server.tool()
+    async def screenshot(
+        device: Annotated[
+            str, Field(description="Device spec: simphone[:SEED] | adb[:SERIAL] | desktop[:DISPLAY].")
+        ] = "simphone",
+    ) -> ImageContent:
+        """What the device shows now, as an image (a fresh SimPhone shows its home screen)."""
+        try:
+            data, mime = await anyio.to_thread.run_sync(screenshot_of, device, tools.config)
+        except AgentRuntimeError as exc:
+            raise tool_error(exc) from None
+        import base64
+
+        return ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime)
+
+    @server.tool()
+    def get_run(
+        run_id: Annotated[str, Field(description="A run id, or a unique prefix of one.")],
+    ) -> RunDetails:
+        """A run's outcome and its steps (subgoal, action, verdict, screenshots), from its trace."""
+        try:
+            return run_details(tools.runs_dir, run_id)
+        except AgentRuntimeError as exc:
+            raise tool_error(exc) from None
+
+    return server
+
+
+def serve(config_path: Path | None = None, runs_dir: Path | None = None) -> None:
+    """Serve the tools over stdio until the client closes the connection."""
+    if importlib.util.find_spec("mcp") is None:
+        raise DependencyError("mcp", "mcp", "agent-runtime mcp")
+    tools = RuntimeTools(config_path, runs_dir)
+    build_server(tools).run("stdio")
+
+
+__all__: list[str] = ["DeviceEntry", "DeviceList", "RunDetails", "RuntimeTools", "build_server", "serve"]
