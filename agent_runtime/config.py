@@ -93,10 +93,21 @@ MAX_STEPS_LIMIT = 1000
 MAX_DEPTH = 32
 #: ``model = "demo"`` (with no ``base_url``): the offline demo model, SmolLM2-135M + LoRA on the CPU.
 DEMO_MODEL = "demo"
+#: The currency of model prices and of ``budget.money``.
+CURRENCY = "USD"
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def _check_prices(price_input: float | None, price_output: float | None) -> None:
+    """A model is priced by both prices or by neither: half a price would show a wrong sum."""
+    if (price_input is None) != (price_output is None):
+        raise ValueError(
+            "give both price_input_per_mtok and price_output_per_mtok, or neither "
+            "(set one to 0 for a model that charges only the other)"
+        )
 
 
 class ModelConfig(_Strict):
@@ -145,6 +156,25 @@ class ModelConfig(_Strict):
         "screenshot", description="screenshot | ui_tree (indexed UI tree, no images) | both"
     )
     prompts: PromptSet = Field("full", description="built-in prompt set: full | compact (small models)")
+    price_input_per_mtok: float | None = Field(
+        None,
+        ge=0.0,
+        description=f"{CURRENCY} per million prompt tokens (with price_output_per_mtok: money in run "
+        "summaries, traces show, eval reports and [budget] money; None: no money shown)",
+    )
+    price_output_per_mtok: float | None = Field(
+        None, ge=0.0, description=f"{CURRENCY} per million completion tokens (with price_input_per_mtok)"
+    )
+
+    @model_validator(mode="after")
+    def _prices_paired(self) -> ModelConfig:
+        _check_prices(self.price_input_per_mtok, self.price_output_per_mtok)
+        return self
+
+    @property
+    def priced(self) -> bool:
+        """Whether this model's calls have a price (both prices set)."""
+        return self.price_input_per_mtok is not None and self.price_output_per_mtok is not None
 
     @model_validator(mode="before")
     @classmethod
@@ -204,6 +234,13 @@ class RoleConfig(_Strict):
     prompts: PromptSet | None = Field(None, description="overrides the model's prompt set for this role")
     prompt: Path | None = Field(None, description="a prompt template file overriding the built-in one")
     enabled: bool = Field(True, description="notetaker and rag can be switched off")
+    price_input_per_mtok: float | None = Field(None, ge=0.0, description="overrides the model's price")
+    price_output_per_mtok: float | None = Field(None, ge=0.0, description="overrides the model's price")
+
+    @model_validator(mode="after")
+    def _prices_paired(self) -> RoleConfig:
+        _check_prices(self.price_input_per_mtok, self.price_output_per_mtok)
+        return self
 
     def overrides(self) -> dict[str, Any]:
         fields = set(ModelConfig.model_fields) - {"model", "base_url"}
@@ -271,13 +308,31 @@ class MemoryConfig(_Strict):
 
 class TracingConfig(_Strict):
     """Third-party tracing. Off by default: a run is never sent to LangSmith because the
-    environment has ``LANGSMITH_TRACING``/``LANGCHAIN_TRACING_V2`` set; see :mod:`agent_runtime.tracing`."""
+    environment has ``LANGSMITH_TRACING``/``LANGCHAIN_TRACING_V2`` set; see :mod:`agent_runtime.tracing`.
+    OpenTelemetry export is off too until ``otel = true``; see :mod:`agent_runtime.telemetry`."""
 
     langsmith: bool = Field(
         False,
         description="send runs to LangSmith (endpoint, key, project: LANGSMITH_*), sensitive values redacted",
     )
     screenshots: bool = Field(False, description="with langsmith: send screenshots too (else a placeholder)")
+    otel: bool = Field(
+        False,
+        description="export OpenTelemetry spans (GenAI conventions; OTLP as OTEL_* says; the otel extra), "
+        "sensitive values redacted",
+    )
+
+
+class BudgetConfig(_Strict):
+    """Limits that end a run cleanly once one is spent, like the step budget: status
+    ``max_steps``, with a reason naming the budget. Checked between steps (a step in flight
+    finishes); a resumed run counts only what it spends after the resume."""
+
+    tokens: int | None = Field(None, gt=0, description="prompt + completion tokens of every role")
+    time_s: float | None = Field(None, gt=0, description="wall-clock seconds")
+    money: float | None = Field(
+        None, gt=0, description=f"{CURRENCY}; needs prices on the model of every role the graph calls"
+    )
 
 
 class RuntimeConfig(BaseSettings):
@@ -294,6 +349,7 @@ class RuntimeConfig(BaseSettings):
     runs: RunsConfig = RunsConfig()
     memory: MemoryConfig = MemoryConfig()
     tracing: TracingConfig = TracingConfig()
+    budget: BudgetConfig = BudgetConfig()
     #: The file :func:`load_config` read (None: built-in defaults, the environment, or Python).
     _source: Path | None = PrivateAttr(None)
 
@@ -320,6 +376,22 @@ class RuntimeConfig(BaseSettings):
             if role.base_url is None and role.model is not None and role.model not in self.models:
                 known = ", ".join(sorted(self.models)) or "none"
                 raise ValueError(f"roles.{name}.model names unknown model {role.model!r} (defined: {known})")
+        return self
+
+    @model_validator(mode="after")
+    def _money_budget_priced(self) -> RuntimeConfig:
+        """A money budget counts every role's calls: a role without prices would go uncounted."""
+        if self.budget.money is None:
+            return self
+        try:
+            unpriced = [role for role in self.graph_roles() if not self.model_for(role).priced]
+        except ConfigError:  # no model for a role: reported when the run builds its roles
+            return self
+        if unpriced:
+            raise ValueError(
+                f"budget.money needs prices for every role the graph calls, and {', '.join(unpriced)} "
+                "have none: set price_input_per_mtok and price_output_per_mtok on their models"
+            )
         return self
 
     def role(self, name: Role) -> RoleConfig:
@@ -611,6 +683,8 @@ model = "demo"
 # retries = 3                 # retries of refused connections, 429 and 5xx (Retry-After honoured)
 # max_reply_bytes = 1048576   # a longer reply is an error, never recorded
 # observation = "screenshot"  # screenshot | ui_tree (indexed UI tree as text: text-only models) | both
+# price_input_per_mtok = 0.40 # USD per million prompt tokens; with the output price, runs show money
+# price_output_per_mtok = 1.60 # USD per million completion tokens (both or neither)
 
 # Roles use [models.default] unless they name another model or define one inline.
 [roles.manager]
@@ -640,6 +714,13 @@ stuck_after = 2               # consecutive failures before the "Potentially Stu
 give_up_after = 3             # further consecutive failures that end the run
 repeat_limit = 4              # identical actions in a row that count as a stalemate
 reask = 2                     # re-asks with the parse error appended before a format failure
+
+# Budgets end a run cleanly once one is spent (status max_steps, the reason names the budget);
+# checked between steps. A resumed run counts only what it spends after the resume.
+# [budget]
+# tokens = 200000             # prompt + completion tokens of every role
+# time_s = 600                # wall-clock seconds
+# money = 2.50                # USD; needs both prices on the model of every role the graph calls
 
 [device]
 spec = "simphone"             # simphone[:SEED] | adb[:SERIAL] | desktop[:DISPLAY]

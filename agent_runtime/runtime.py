@@ -467,12 +467,15 @@ class Runtime:
         from agent_runtime.graphs.build import build_graph, sqlite_checkpointer
         from agent_runtime.graphs.context import RunContext
         from agent_runtime.models.cancel import RunCancelled
+        from agent_runtime.telemetry import RunTelemetry, open_telemetry
 
         plan = self._prepare(task, resume, device, max_steps)
         writer: TraceWriter | None = None
         conn: sqlite3.Connection | None = None
         ctx: RunContext | None = None
         record: RunRecord | None = None
+        telemetry: RunTelemetry | None = None
+        stopped_by: BaseException | None = None
         started = time.time()
         base = plan.base
 
@@ -481,6 +484,7 @@ class Runtime:
                 writer.write_run(with_totals(record, base, ctx, started, steps=len(ctx.steps_written)))
 
         try:
+            telemetry = open_telemetry(self.config, plan.run_id)
             platform = getattr(plan.device, "platform", "mobile")
             sink: list[RunContext] = []
             callers = self._callers(plan.run_id, lambda rec: sink[0].record_call(rec), plan.kind)
@@ -499,6 +503,7 @@ class Runtime:
                 resumed=plan.previous is not None,
                 observation=observation,
                 on_commit=progress,
+                telemetry=telemetry,
             )
             sink.append(ctx)
             info = plan.device.info()
@@ -516,6 +521,8 @@ class Runtime:
                 }
             )
             writer.write_run(with_totals(record, base, ctx, started, steps=len(plan.written)))
+            if telemetry is not None:
+                telemetry.start_run(record, kind=plan.kind, device=info.spec, started=started)
             conn = sqlite3.connect(plan.run_dir / "checkpoint.sqlite", check_same_thread=False)
             # WAL (set by SqliteSaver) + synchronous=NORMAL survives a killed process, which is
             # what resume needs, without an fsync per checkpoint (only power loss can lose one).
@@ -568,6 +575,7 @@ class Runtime:
                 if remembered:
                     yield Notice(message=remembered)
         except (KeyboardInterrupt, GeneratorExit, RunCancelled) as exc:
+            stopped_by = exc
             # Ctrl-C sets the cancel event (_on_sigint), then lands here as a KeyboardInterrupt, or
             # as GeneratorExit when it hit the code consuming the events; cancel() as RunCancelled.
             # The run stops where it is, resumable from its last checkpoint.
@@ -589,6 +597,7 @@ class Runtime:
             if isinstance(exc, KeyboardInterrupt):
                 raise RunInterrupted(record.run_id, plan.run_dir, record.steps) from None
         except AgentRuntimeError as exc:
+            stopped_by = exc
             if record is None or ctx is None:
                 _discard(plan, writer)
                 raise
@@ -597,6 +606,7 @@ class Runtime:
                 record, base, ctx, started, status="error", reason=exc.message, error=exc.to_dict()
             )
         except Exception as exc:
+            stopped_by = exc
             if record is None or ctx is None:
                 _discard(plan, writer)
             if record is not None and ctx is not None:
@@ -606,13 +616,15 @@ class Runtime:
                     "message": str(exc),
                     "hint": "this is a bug; please report it",
                 }
-                self._finish(
+                record = self._finish(
                     record, base, ctx, started, status="error", reason=f"internal error: {exc}", error=error
                 )
             raise
         finally:
             if ctx is not None:
                 ctx.close()
+            if telemetry is not None:  # after close(): a Notetaker call still in flight is in
+                telemetry.end_run(record, ctx.totals()[0] if ctx is not None else None, error=stopped_by)
             if writer is not None:
                 writer.close()
             if conn is not None:

@@ -66,6 +66,7 @@ def test_run_succeeds_with_json_summary(tmp_path):
         "answer",
         "steps",
         "run_dir",
+        "costs",
     }
     assert out["success"] is True and out["status"] == "completed" and out["steps"] == 1
     # "Open Settings" is no SimPhone task: a claim, not verified (still exit 0), and it says why

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -19,6 +20,14 @@ ConfigOpt = Annotated[
 DirOpt = Annotated[
     Path | None, typer.Option("--dir", help="Memory store directory (default: memory.dir from the config).")
 ]
+
+
+class Mode(str, Enum):
+    """``memory search --mode``: the store's search modes (see agent_runtime.memory.store)."""
+
+    maxsim = "maxsim"
+    dense = "dense"
+    hybrid = "hybrid"
 
 
 def open_store(config: Path | None, directory: Path | None) -> MemoryStore:
@@ -59,13 +68,21 @@ def register(app: typer.Typer) -> None:
         experience: Annotated[
             bool, typer.Option("--experience", help="Search guidance from past runs instead of documents.")
         ] = False,
+        mode: Annotated[
+            Mode,
+            typer.Option(
+                "--mode",
+                help="maxsim: best of a chunk's and its sentences' similarity (default); "
+                "dense: whole-chunk similarity only; hybrid: dense fused with BM25 keywords.",
+            ),
+        ] = Mode.maxsim,
         directory: DirOpt = None,
         config: ConfigOpt = None,
     ) -> None:
-        """Show the stored chunks closest to QUERY, with their similarity."""
+        """Show the stored chunks closest to QUERY, with their similarity (score: whole-chunk cosine)."""
         store = open_store(config, directory)
         name: CollectionName = "experience" if experience else "knowledge"
-        hits = store.search(query, k, name=name)
+        hits = store.search(query, k, name=name, mode=mode.value)
         if not hits:
             print(f"no {name} stored in {store.dir}" if store.count(name) == 0 else "no hits")
             return

@@ -39,6 +39,7 @@ from agent_runtime.events import (
 
 if TYPE_CHECKING:
     from agent_runtime.config import RuntimeConfig
+    from agent_runtime.costs import RunCosts
     from agent_runtime.traces import Verification
     from agent_runtime.tracing import Redactor
 
@@ -204,7 +205,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--json",
                 help="Print one JSON object {run_id, success, status, verified, verification, answer, "
-                "steps, run_dir}; success is the agent's claim, verified the check's (null: not checked).",
+                "steps, run_dir, costs}; success is the agent's claim, verified the check's (null: not "
+                "checked); costs holds per-role and total tokens, latency, critical-path share, money.",
             ),
         ] = False,
     ) -> None:
@@ -277,6 +279,7 @@ def register(app: typer.Typer) -> None:
         if final is None:  # the generator always ends with RunFinished; guard anyway
             raise typer.Exit(1)
         verification = _verification(final)
+        costs = _costs(final)
         if as_json:
             print(
                 json.dumps(
@@ -289,11 +292,16 @@ def register(app: typer.Typer) -> None:
                         "answer": final.answer,
                         "steps": final.steps,
                         "run_dir": final.run_dir,
+                        "costs": costs.model_dump(mode="json") if costs is not None else None,
                     },
                     ensure_ascii=False,
                 )
             )
         _report(console, final, verification)
+        if costs is not None and costs.roles and not as_json:
+            from agent_runtime.costs import costs_table
+
+            console.print(costs_table(costs))
         raise typer.Exit(exit_code(final.status, final.success, verification))
 
 
@@ -333,6 +341,18 @@ def _verification(final: RunFinished) -> Verification | None:
 
     try:
         return verification_of(read_run_record(Path(final.run_dir) / "run.json"))
+    except TraceError:
+        return None
+
+
+def _costs(final: RunFinished) -> RunCosts | None:
+    """The finished run's per-role cost and latency, from its trace (None when it cannot be read)."""
+    from agent_runtime.costs import run_costs
+    from agent_runtime.errors import TraceError
+    from agent_runtime.traces import load_run
+
+    try:
+        return run_costs(load_run(final.run_dir))
     except TraceError:
         return None
 

@@ -1,4 +1,4 @@
-"""``agent-runtime traces list|show|export``: read run directories back.
+"""``agent-runtime traces list|show|export|view``: read run directories back.
 
 ``export`` writes one role's calls across runs as JSONL — the per-role datasets trainers start
 from. Image refs in exported messages gain an absolute ``path`` so the file is usable outside
@@ -170,7 +170,8 @@ def register(app: typer.Typer) -> None:
         runs_dir: RunsDirOpt = None,
         config: ConfigOpt = None,
     ) -> None:
-        """A run's summary: outcome, models, timings, tokens and every step."""
+        """A run's summary: outcome, models, timings, tokens, per-role cost and latency, every step."""
+        from agent_runtime.costs import costs_table, run_costs
         from agent_runtime.traces import find_run, load_run
 
         run = load_run(find_run(_runs_dir(runs_dir, config), run_id))
@@ -214,6 +215,9 @@ def register(app: typer.Typer) -> None:
                 str(errors.get(role, 0)),
             )
         console.print(models)
+        costs = run_costs(run)
+        if costs.roles:
+            console.print(costs_table(costs))
         steps = Table(title="steps")
         for col in ("#", "subgoal", "action (model → screen)", "verdict", "critical path", "calls"):
             steps.add_column(col, overflow="fold")
@@ -284,3 +288,78 @@ def register(app: typer.Typer) -> None:
                     fh.write(json.dumps(export_record(call, run), ensure_ascii=False) + "\n")
                     n += 1
         Console(stderr=True).print(f"wrote {n} {role} calls from {runs} runs to {out}", highlight=False)
+
+    _register_view(traces)
+
+
+def _register_view(traces: typer.Typer) -> None:
+    """``traces view``: a run, or every run of a directory, as self-contained HTML pages."""
+
+    @traces.command("view")
+    @guarded
+    def view(
+        run_id: Annotated[
+            str | None,
+            typer.Argument(
+                help="Run id (or a unique prefix) or a run directory. Leave it out to write an index "
+                "over every run in --runs-dir (and each run's page).",
+                show_default=False,
+            ),
+        ] = None,
+        runs_dir: RunsDirOpt = None,
+        config: ConfigOpt = None,
+        out: Annotated[
+            Path | None,
+            typer.Option(
+                "--out",
+                help="The HTML file to write (default: RUN_DIR/view.html, or RUNS_DIR/index.html).",
+            ),
+        ] = None,
+        serve: Annotated[
+            bool, typer.Option("--serve", help="Serve the page(s) on http://127.0.0.1:PORT until Ctrl-C.")
+        ] = False,
+        port: Annotated[int, typer.Option("--port", help="Port for --serve (0 picks a free one).")] = 8765,
+    ) -> None:
+        """A run as one self-contained HTML page (or, without RUN_ID, an index over the runs).
+
+        Per step: screenshots with the action drawn, subgoal, each role's prompt and reply.
+
+        Also re-asks, parse errors, verdict, notes, timings, tokens and a critical-path timeline.
+
+        Open the file in a browser or pass --serve; ?failed=1&role=worker presets the filters.
+
+        \b
+        agent-runtime traces view 20261122-070603          # runs/<id>/view.html
+        agent-runtime traces view --runs-dir runs/eval     # index.html + each run's page
+        agent-runtime traces view 20261122 --serve --port 8000
+        """
+        from agent_runtime.traces import find_run
+        from agent_runtime.viewer import write_index, write_run_page
+
+        console = Console(stderr=True)
+        others: list[Path] = []
+        if run_id is None:
+            page, others = write_index(_runs_dir(runs_dir, config), out)
+            console.print(f"wrote {page} over {len(others)} runs", highlight=False)
+        else:
+            given = Path(run_id).expanduser()
+            run_dir = (
+                given if (given / "run.json").is_file() else find_run(_runs_dir(runs_dir, config), run_id)
+            )
+            page = write_run_page(run_dir, out)
+            console.print(f"wrote {page}", highlight=False)
+        if not serve:
+            print(page.resolve().as_uri())
+            return
+        from agent_runtime.viewer.serve import make_server, page_urls
+
+        pages, main = page_urls(page, others)
+        server = make_server(pages, main, port)
+        print(f"http://127.0.0.1:{server.server_port}{main}", flush=True)
+        console.print("serving; press Ctrl-C to stop", highlight=False)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            console.print("stopped", highlight=False)
+        finally:
+            server.server_close()

@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_runtime.costs import RunCosts
+
 #: The two-sided 95 % normal quantile.
 Z95 = 1.959963984540054
 
@@ -123,6 +125,11 @@ class EvalReport(BaseModel):
     per_app: dict[str, Stats]
     results: list[EpisodeResult]
     duration_s: float
+    costs: RunCosts | None = Field(
+        None,
+        description="per-role and total tokens, latency, critical-path share and money over the "
+        "episodes' runs (agent policies; None: no run traces, e.g. the oracle)",
+    )
 
     @classmethod
     def build(

@@ -9,6 +9,7 @@ run, so two runs in one process share nothing.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +20,7 @@ from agent_runtime.coords import CoordMapper, Size
 from agent_runtime.device import Device
 from agent_runtime.observation import Observation
 from agent_runtime.roles.caller import RoleCaller
+from agent_runtime.telemetry import RunTelemetry
 from agent_runtime.traces import CallRecord, StepRecord, TraceWriter, Usage
 from agent_runtime.tracing import ContextThreadPool
 
@@ -43,12 +45,18 @@ class RunContext:
     model_ms: float = 0.0
     device_ms: float = 0.0
     calls: int = 0
+    #: This session's token usage per role (what a money budget prices).
+    role_usage: dict[str, Usage] = field(default_factory=dict)
+    #: When this session started (``time.monotonic``): what a time budget counts from.
+    started: float = field(default_factory=time.monotonic)
     steps_written: set[int] = field(default_factory=set)
     resumed: bool = False
     #: role -> observation mode (screenshot | ui_tree | both); roles not listed see screenshots.
     observation: dict[str, str] = field(default_factory=dict)
     #: Called after a step is committed and synced (the runtime records the run's totals so far).
     on_commit: Callable[[], None] | None = None
+    #: OpenTelemetry export of the run's calls and steps (None: ``[tracing] otel`` is off).
+    telemetry: RunTelemetry | None = None
     _observations: OrderedDict[str, Observation] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -65,8 +73,11 @@ class RunContext:
     def record_call(self, record: CallRecord) -> None:
         """The sink every RoleCaller writes to: the trace plus the run's totals."""
         self.writer.append_call(record)
+        if self.telemetry is not None:
+            self.telemetry.call(record)
         with self._lock:
             self.usage = self.usage + record.usage
+            self.role_usage[record.role] = self.role_usage.get(record.role, Usage()) + record.usage
             self.model_ms += record.latency_ms
             self.calls += 1
 
@@ -116,6 +127,8 @@ class RunContext:
         self.writer.append_step(record)
         self.steps_written.add(record.step)
         self.writer.sync()
+        if self.telemetry is not None:
+            self.telemetry.step(record)
         if self.on_commit is not None:
             self.on_commit()
 
@@ -123,6 +136,11 @@ class RunContext:
         """This session's token usage and timings so far (model_ms, device_ms, calls)."""
         with self._lock:
             return self.usage, {"model_ms": self.model_ms, "device_ms": self.device_ms, "calls": self.calls}
+
+    def role_totals(self) -> dict[str, Usage]:
+        """This session's token usage per role so far."""
+        with self._lock:
+            return dict(self.role_usage)
 
     def close(self) -> None:
         """Wait for a Notetaker call still in flight, so its record reaches calls.jsonl."""

@@ -36,6 +36,7 @@ from typing import Any, Literal
 from langgraph.graph import StateGraph
 
 from agent_runtime.config import shows_tree
+from agent_runtime.costs import spent_budget
 from agent_runtime.events import Notice, RoleOutputEvent, StepStarted
 from agent_runtime.graphs.inputs import images_for, manager_inputs, worker_inputs
 from agent_runtime.graphs.shared import TEAM, Ctx, begin_step, format_failure, take_action
@@ -109,6 +110,8 @@ def plan_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         update.update(status="completed", success=True, reason="the Manager marked the plan Finished")
     elif step >= state["max_steps"]:
         update.update(status="max_steps", success=False, reason=f"step budget of {state['max_steps']} spent")
+    elif (spent := spent_budget(ctx)) is not None:
+        update.update(status="max_steps", success=False, reason=spent)
     return update
 
 

@@ -29,6 +29,7 @@ from langgraph.runtime import Runtime as GraphRuntime
 from agent_runtime.actions import Interact, to_screen
 from agent_runtime.alignment import screen_actions
 from agent_runtime.config import GraphConfig
+from agent_runtime.costs import spent_budget
 from agent_runtime.events import ActionExecuted, NotesEvent, Notice, VerdictEvent
 from agent_runtime.graphs.context import RunContext
 from agent_runtime.graphs.inputs import action_text, images_for, notetaker_inputs, reflector_inputs, tree_text
@@ -341,6 +342,8 @@ def advance_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         return update
     if status is None and step >= state["max_steps"]:
         update.update(status="max_steps", success=False, reason=f"step budget of {state['max_steps']} spent")
+    elif status is None and (spent := spent_budget(ctx)) is not None:
+        update.update(status="max_steps", success=False, reason=spent)
     return update
 
 

@@ -1,0 +1,344 @@
+"""``agent-runtime traces view``: a run (or a runs directory) as self-contained HTML pages.
+
+A run page holds, per step, the screenshot before and after (embedded as ``data:`` URIs, so the
+file works offline and can be mailed around) with the executed action drawn over the *before*
+screen (a circle for a tap, an arrow for a swipe or drag, the text for typing), the subgoal,
+every role call of the step (prompt and reply collapsible, re-asks and parse errors shown), the
+verdict, notes, timings and tokens, and a timeline of the per-step critical path. Two filters
+(failed steps only; one role's calls) are plain inline JavaScript — the page loads nothing.
+
+Everything in a trace is untrusted text (model replies, on-screen text), so the templates render
+with Jinja autoescaping on; a screenshot ref is read only from inside its run directory
+(:meth:`LoadedRun.screen`). Roles are whatever the trace's calls name — any graph kind renders.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import struct
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from agent_runtime.costs import format_money, run_costs
+from agent_runtime.errors import AgentRuntimeError, TraceError
+from agent_runtime.traces import (
+    CallRecord,
+    LoadedRun,
+    RunRecord,
+    StepRecord,
+    iter_runs,
+    load_run,
+    read_run_record,
+    verification_of,
+)
+
+__all__ = ["PAGE_NAME", "Overlay", "action_overlay", "write_index", "write_run_page"]
+
+#: A run page's file name inside its run directory (the default ``--out``).
+PAGE_NAME = "view.html"
+
+_MIME = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"))
+#: Timings that are not a part of the step (totals, counts): left out of the parts table.
+_DERIVED = ("critical_path", "model_critical", "overhead", "critical_calls")
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("agent_runtime.viewer", "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=True,  # every trace string is untrusted model or screen text
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """What to draw over a screenshot, in the image's own pixels: circles at taps, arrows
+    (shaft + head polygon) for swipes and drags, and a ``banner`` line (typed text, a button)."""
+
+    circles: list[tuple[float, float]] = field(default_factory=list)
+    arrows: list[tuple[float, float, float, float, str]] = field(default_factory=list)
+    banner: str = ""
+    radius: float = 0.0
+
+
+def _point(value: Any) -> tuple[float, float] | None:
+    if isinstance(value, list | tuple) and len(value) == 2:
+        try:
+            x, y = float(value[0]), float(value[1])
+        except (TypeError, ValueError):
+            return None
+        if math.isfinite(x) and math.isfinite(y):
+            return x, y
+    return None
+
+
+def action_overlay(action: dict[str, Any] | None, image: tuple[int, int], screen: tuple[int, int]) -> Overlay:
+    """The drawing for ``action`` (screen pixels) over an image of size ``image`` taken of a
+    screen of size ``screen`` (they differ when a device scales its screenshots).
+
+    >>> o = action_overlay({"action": "swipe", "coordinate": [100, 800], "coordinate2": [100, 200]},
+    ...                    (1000, 2000), (500, 1000))
+    >>> o.arrows[0][:4], o.circles
+    ((200.0, 1600.0, 200.0, 400.0), [])
+    >>> action_overlay({"action": "type", "text": "hi"}, (10, 10), (10, 10)).banner
+    'type: hi'
+    """
+    if not action:
+        return Overlay()
+    sx = image[0] / screen[0] if screen[0] > 0 else 1.0
+    sy = image[1] / screen[1] if screen[1] > 0 else 1.0
+    start, end = _point(action.get("coordinate")), _point(action.get("coordinate2"))
+    radius = max(image) * 0.025
+    name = str(action.get("action", "?"))
+    detail = next(
+        (
+            str(action[k])
+            for k in ("text", "button", "direction", "status", "pixels")
+            if action.get(k) is not None
+        ),
+        "",
+    )
+    banner = f"{name}: {detail}" if detail else ("" if start else name)
+    if start and end:
+        x1, y1, x2, y2 = start[0] * sx, start[1] * sy, end[0] * sx, end[1] * sy
+        return Overlay(
+            arrows=[(x1, y1, x2, y2, _arrow_head(x1, y1, x2, y2, radius))], banner=banner, radius=radius
+        )
+    if start:
+        return Overlay(circles=[(start[0] * sx, start[1] * sy)], banner=banner, radius=radius)
+    return Overlay(banner=banner, radius=radius)
+
+
+def _arrow_head(x1: float, y1: float, x2: float, y2: float, size: float) -> str:
+    """SVG polygon points of an arrow head at (x2, y2) pointing away from (x1, y1)."""
+    angle = math.atan2(y2 - y1, x2 - x1)
+    points = [(x2, y2)]
+    for turn in (2.6, -2.6):
+        points.append((x2 + 1.6 * size * math.cos(angle + turn), y2 + 1.6 * size * math.sin(angle + turn)))
+    return " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+
+
+@dataclass(frozen=True)
+class Shot:
+    """One embedded screenshot, or why it could not be."""
+
+    ref: str | None
+    uri: str = ""
+    width: int = 0
+    height: int = 0
+    problem: str = ""
+
+
+def _shot(run: LoadedRun, ref: str | None, screen: tuple[int, int]) -> Shot:
+    if not ref:
+        return Shot(ref=None, problem="none recorded (the run ended here)")
+    try:
+        data = run.screen(ref)  # refuses a ref that points outside the run directory
+    except TraceError as exc:
+        return Shot(ref=ref, problem=exc.message)
+    except OSError as exc:
+        return Shot(ref=ref, problem=f"{ref}: {exc.strerror or exc}")
+    mime = next((m for magic, m in _MIME if data.startswith(magic)), None)
+    if mime is None:
+        return Shot(ref=ref, problem=f"{ref} is not a PNG or JPEG image")
+    width, height = screen
+    if mime == "image/png" and len(data) >= 24:
+        width, height = struct.unpack(">II", data[16:24])
+    uri = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+    return Shot(ref=ref, uri=uri, width=width, height=height)
+
+
+def _json(value: Any, indent: int | None = 1) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=indent) if value is not None else ""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One piece of a recorded message: text, an image reference, or anything else as JSON."""
+
+    kind: str
+    text: str
+
+
+def _parts(content: Any) -> list[Part]:
+    if isinstance(content, str):
+        return [Part("text", content)]
+    parts = []
+    for part in content if isinstance(content, list) else [content]:
+        if isinstance(part, dict) and part.get("type") == "text":
+            parts.append(Part("text", str(part.get("text", ""))))
+        elif isinstance(part, dict) and part.get("type") == "image_ref":
+            size = part.get("size")
+            seen = (
+                f" (the model saw {size[0]}×{size[1]})" if isinstance(size, list) and len(size) == 2 else ""
+            )
+            parts.append(Part("image", f"{part.get('ref')}{seen}"))
+        else:
+            parts.append(Part("json", _json(part)))
+    return parts
+
+
+@dataclass(frozen=True)
+class CallView:
+    call: CallRecord
+    messages: list[tuple[str, list[Part]]]
+    parsed: str
+
+
+def _call_view(call: CallRecord) -> CallView:
+    messages = [(str(m.get("role", "?")), _parts(m.get("content", ""))) for m in call.messages]
+    return CallView(call=call, messages=messages, parsed=_json(call.parsed))
+
+
+@dataclass(frozen=True)
+class StepView:
+    step: StepRecord
+    before: Shot
+    after: Shot
+    overlay: Overlay
+    calls: list[CallView]
+    failed: bool
+    action: str
+    action_screen: str
+    parts: list[tuple[str, float]]
+
+
+def _failed(step: StepRecord) -> bool:
+    result_ok = (step.action_result or {}).get("ok", True)
+    return step.format_failure or not result_ok or (step.verdict is not None and not step.verdict.success)
+
+
+def _screen_size(run: RunRecord) -> tuple[int, int]:
+    size = run.device.get("screen")
+    if isinstance(size, list | tuple) and len(size) == 2 and all(isinstance(v, int) for v in size):
+        return int(size[0]), int(size[1])
+    return 0, 0
+
+
+def _step_view(
+    run: LoadedRun, step: StepRecord, calls: list[CallRecord], screen: tuple[int, int]
+) -> StepView:
+    before = _shot(run, step.before_screen, screen)
+    image = (before.width, before.height) if before.width else screen
+    overlay = action_overlay(step.action_screen, image, screen if screen[0] else image)
+    return StepView(
+        step=step,
+        before=before,
+        after=_shot(run, step.after_screen, screen),
+        overlay=overlay,
+        calls=[_call_view(c) for c in calls],
+        failed=_failed(step),
+        action=_json(step.action, indent=None),
+        action_screen=_json(step.action_screen, indent=None) if step.action_screen != step.action else "",
+        parts=[(k, v) for k, v in step.timings_ms.items() if k not in _DERIVED],
+    )
+
+
+def _check(run: RunRecord) -> tuple[str, str]:
+    """The run's check as (label, css class): verified / failed the check / a claim / nothing."""
+    v = verification_of(run)
+    if v is not None and v.checked:
+        return ("verified" if v.success else "failed the check"), ("ok" if v.success else "bad")
+    if run.status == "completed" and run.success:
+        return "claimed, not verified", "warn"
+    return "not checked", ""
+
+
+def render_run(run: LoadedRun) -> str:
+    """The run page's HTML."""
+    screen = _screen_size(run.run)
+    by_step: dict[int, list[CallRecord]] = {}
+    for call in run.calls:
+        by_step.setdefault(call.step, []).append(call)
+    steps = [_step_view(run, s, by_step.pop(s.step, []), screen) for s in run.steps]
+    before_first = [_call_view(c) for c in by_step.pop(-1, [])]
+    stray = [_call_view(c) for step in sorted(by_step) for c in by_step[step]]
+    longest = max((s.step.timings_ms.get("critical_path", 0.0) for s in steps), default=0.0)
+    roles = list(dict.fromkeys(c.role for c in run.calls))
+    costs = run_costs(run)
+    return (
+        _environment()
+        .get_template("run.html.j2")
+        .render(
+            run=run.run,
+            problems=run.problems,
+            steps=steps,
+            before_first=before_first,
+            stray=stray,
+            roles=roles,
+            longest=longest or 1.0,
+            check=_check(run.run),
+            graph=(run.run.config.get("graph") or {}).get("kind", "mobile_agent_v3"),
+            created=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.run.created_at)),
+            n_calls=len(run.calls),
+            n_parse_errors=sum(1 for c in run.calls if c.parse_error),
+            costs=costs,
+            cost_rows=[*costs.roles.items(), ("total", costs.total)],
+            money=lambda amount: "" if amount is None else format_money(amount, costs.currency),
+        )
+    )
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise TraceError(
+            f"cannot write {path}: {exc.strerror or exc}", hint="pass --out FILE elsewhere"
+        ) from None
+
+
+def write_run_page(run_dir: Path, out: Path | None = None) -> Path:
+    """Render the run in ``run_dir`` to ``out`` (default ``RUN_DIR/view.html``); returns the path."""
+    run = load_run(run_dir)
+    target = out if out is not None else run.dir / PAGE_NAME
+    _write(target, render_run(run))
+    return target
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    run_id: str
+    link: str = ""
+    run: RunRecord | None = None
+    check: tuple[str, str] = ("", "")
+    problem: str = ""
+
+
+def write_index(runs_dir: Path, out: Path | None = None) -> tuple[Path, list[Path]]:
+    """Write every run's page and an index over them (default ``RUNS_DIR/index.html``).
+
+    A run that cannot be read is listed with its problem instead of a link, so one damaged run
+    does not hide the others. Returns the index and the run pages written.
+    """
+    if not runs_dir.is_dir():
+        raise TraceError(f"{runs_dir} is not a directory", hint="pass --runs-dir DIR (a directory of runs)")
+    target = out if out is not None else runs_dir / "index.html"
+    rows: list[IndexRow] = []
+    pages: list[Path] = []
+    for run_dir in iter_runs(runs_dir):
+        try:
+            record = read_run_record(run_dir / "run.json")
+            page = write_run_page(run_dir)
+        except AgentRuntimeError as exc:
+            rows.append(IndexRow(run_id=run_dir.name, problem=exc.message))
+            continue
+        pages.append(page)
+        link = Path(os.path.relpath(page, target.parent)).as_posix()
+        rows.append(IndexRow(run_id=record.run_id, link=link, run=record, check=_check(record)))
+    rows.sort(key=lambda r: (r.run.created_at if r.run else 0.0, r.run_id))
+    html = _environment().get_template("index.html.j2").render(root=str(runs_dir), rows=rows)
+    _write(target, html)
+    return target, pages
