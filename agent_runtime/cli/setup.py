@@ -37,6 +37,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "train": ("torch", "transformers", "trl", "peft", "accelerate", "datasets"),
     "serve": ("fastapi", "uvicorn"),
     "ray": ("ray",),
+    "mcp": ("mcp",),
+    "otel": ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.grpc"),
 }
 
 
@@ -116,7 +118,7 @@ def run_doctor(
         required=False,
     )
     for extra, packages in EXTRAS.items():
-        missing = [p for p in packages if importlib.util.find_spec(p) is None]
+        missing = [p for p in packages if not _installed(p)]
         row(
             f"extra \\[{extra}]",
             not missing,
@@ -124,6 +126,14 @@ def run_doctor(
             required=False,
         )
     return table, failed
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` (dotted names too) can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package of a dotted name is missing
+        return False
 
 
 def _demo_in_use(cfg: RuntimeConfig | None) -> RuntimeConfig | None:
