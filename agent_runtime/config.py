@@ -739,4 +739,5 @@ experience = true
 [tracing]
 langsmith = false             # true: send runs to LangSmith (LANGSMITH_ENDPOINT/API_KEY/PROJECT)
 screenshots = false           # with langsmith: send screenshots too
+otel = false                  # true: OpenTelemetry spans (extra `otel`; OTEL_EXPORTER_OTLP_ENDPOINT, …)
 """

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
-from enum import Enum
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -22,7 +22,7 @@ DirOpt = Annotated[
 ]
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     """``memory search --mode``: the store's search modes (see agent_runtime.memory.store)."""
 
     maxsim = "maxsim"

@@ -287,6 +287,9 @@ def recall(
 ) -> list[Hit]:
     """Guidance records of the ``k`` most similar past tasks at or above ``config.threshold``.
 
+    The threshold is on cosine similarity (``Hit.score``); among the records above it, the
+    order is the store's hybrid ranking (dense + BM25 over the task texts).
+
     Raises :class:`~agent_runtime.errors.MemoryStoreError` if the store fails (the RAG pipeline
     turns that into a warning). Each hit's ``metadata["guidance"]`` is the text for the Manager.
     """
@@ -294,5 +297,4 @@ def recall(
 
     k = k or config.k
     store = store or MemoryStore.from_config(config)
-    hits = store.search(task, k, name="experience")
-    return [h for h in hits if h.score >= config.threshold]
+    return store.search(task, k, name="experience", min_score=config.threshold)

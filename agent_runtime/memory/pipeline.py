@@ -173,13 +173,8 @@ def _experience_items(hits: Sequence[Hit]) -> list[_Item]:
 
 
 def _search_documents(store: MemoryStore, queries: Sequence[str], k: int, min_score: float) -> list[Hit]:
-    """The ``k`` best chunks over all queries (each chunk once, at its best score)."""
-    best: dict[str, Hit] = {}
-    for hits in store.query("knowledge", list(queries), k):
-        for h in hits:
-            if h.score >= min_score and (h.id not in best or h.score > best[h.id].score):
-                best[h.id] = h
-    return sorted(best.values(), key=lambda h: h.score, reverse=True)[:k]
+    """The ``k`` best chunks over all queries, hybrid-ranked, each at or above ``min_score`` cosine."""
+    return store.search_many(list(queries), k, "knowledge", min_score=min_score)
 
 
 def _doc_source(h: Hit) -> str:
