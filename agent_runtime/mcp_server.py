@@ -119,24 +119,10 @@ def progress_message(event: Event) -> str | None:
 
 
 def run_summary(final: RunFinished) -> dict[str, Any]:
-    """``agent-runtime run --json``'s object for a finished run, its check read from run.json."""
-    from agent_runtime.traces import read_run_record, verification_of
+    """``agent-runtime run --json``'s object for a finished run, plus its error when it stopped on one."""
+    from agent_runtime.runtime import finished_summary
 
-    verification = None
-    try:
-        verification = verification_of(read_run_record(Path(final.run_dir) / "run.json"))
-    except AgentRuntimeError:
-        pass  # a run that stopped before run.json was written has no check to report
-    summary: dict[str, Any] = {
-        "run_id": final.run_id,
-        "success": final.success,
-        "status": final.status,
-        "verified": verification.verified if verification else None,
-        "verification": verification.model_dump() if verification else None,
-        "answer": final.answer,
-        "steps": final.steps,
-        "run_dir": final.run_dir,
-    }
+    summary = finished_summary(final)
     if final.error:
         summary["error"] = final.error
     return summary

@@ -147,6 +147,33 @@ class RunResult(BaseModel):
         }
 
 
+def finished_verification(final: RunFinished) -> Verification | None:
+    """A finished run's check, read back from its run.json (None when it cannot be read: a run
+    that stopped before run.json was written has no check to report)."""
+    from agent_runtime.traces import read_run_record, verification_of
+
+    try:
+        return verification_of(read_run_record(Path(final.run_dir) / "run.json"))
+    except AgentRuntimeError:
+        return None
+
+
+def finished_summary(final: RunFinished) -> dict[str, Any]:
+    """The object ``agent-runtime run --json`` prints for a finished run (MCP's ``run_task``
+    returns it too): its outcome, and its check from run.json."""
+    verification = finished_verification(final)
+    return {
+        "run_id": final.run_id,
+        "success": final.success,
+        "status": final.status,
+        "verified": verification.verified if verification else None,
+        "verification": verification.model_dump() if verification else None,
+        "answer": final.answer,
+        "steps": final.steps,
+        "run_dir": final.run_dir,
+    }
+
+
 class Runtime:
     """Runs tasks with the roles, models and limits of one configuration.
 

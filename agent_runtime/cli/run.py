@@ -219,7 +219,7 @@ def register(app: typer.Typer) -> None:
         """
         from agent_runtime.config import load_config
         from agent_runtime.errors import ConfigError
-        from agent_runtime.runtime import Runtime
+        from agent_runtime.runtime import Runtime, finished_summary, finished_verification
         from agent_runtime.tracing import Redactor
 
         if resume and (task or task_id):
@@ -278,25 +278,12 @@ def register(app: typer.Typer) -> None:
         restore()
         if final is None:  # the generator always ends with RunFinished; guard anyway
             raise typer.Exit(1)
-        verification = _verification(final)
+        verification = finished_verification(final)
         costs = _costs(final)
         if as_json:
-            print(
-                json.dumps(
-                    {
-                        "run_id": final.run_id,
-                        "success": final.success,
-                        "status": final.status,
-                        "verified": verification.verified if verification else None,
-                        "verification": verification.model_dump() if verification else None,
-                        "answer": final.answer,
-                        "steps": final.steps,
-                        "run_dir": final.run_dir,
-                        "costs": costs.model_dump(mode="json") if costs is not None else None,
-                    },
-                    ensure_ascii=False,
-                )
-            )
+            summary = finished_summary(final)
+            summary["costs"] = costs.model_dump(mode="json") if costs is not None else None
+            print(json.dumps(summary, ensure_ascii=False))
         _report(console, final, verification)
         if costs is not None and costs.roles and not as_json:
             from agent_runtime.costs import costs_table
@@ -332,17 +319,6 @@ def _task_from_id(task_id: str, device: str | None, spec: str) -> tuple[str, str
     if seed is None:
         seed = int(arg) if device and arg is not None else 0
     return make_task(name, seed).goal, f"simphone:{seed}"
-
-
-def _verification(final: RunFinished) -> Verification | None:
-    """The finished run's check, from its run.json (None when it cannot be read)."""
-    from agent_runtime.errors import TraceError
-    from agent_runtime.traces import read_run_record, verification_of
-
-    try:
-        return verification_of(read_run_record(Path(final.run_dir) / "run.json"))
-    except TraceError:
-        return None
 
 
 def _costs(final: RunFinished) -> RunCosts | None:
