@@ -93,27 +93,22 @@ def write_config(path: Path, base_url: str, extra: str = "") -> Path:
     return path
 
 
+def run_checked_task(tmp_path: Path, base_url: str, kind: str) -> tuple[Any, dict[str, Any]]:
+    """``run --task-id TASK/SEED --graph KIND --json`` against the server; it must end verified."""
+    cfg = write_config(tmp_path / "c.toml", base_url)
+    args = ["--task-id", f"{TASK}/{SEED}", "--graph", kind, "--config", str(cfg), "--runs-dir", "runs"]
+    p = cli("run", *args, "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["status"] == "completed" and out["verified"] is True, out
+    return p, out
+
+
 @pytest.mark.parametrize(("kind", "calls"), [("single", 1), ("hi_agent", 2), ("mobile_agent_v3", 3)])
 def test_run_graph_completes_a_simphone_task_over_http(tmp_path: Path, kind: str, calls: int) -> None:
     actions = oracle_actions()
     with ScriptedOpenAIServer(script_for(kind, actions)) as srv:
-        cfg = write_config(tmp_path / "c.toml", srv.base_url)
-        p = cli(
-            "run",
-            "--task-id",
-            f"{TASK}/{SEED}",
-            "--graph",
-            kind,
-            "--config",
-            str(cfg),
-            "--runs-dir",
-            "runs",
-            "--json",
-            cwd=tmp_path,
-        )
-    assert p.returncode == 0, p.stderr
-    out = json.loads(p.stdout)
-    assert out["status"] == "completed" and out["verified"] is True, out
+        p, out = run_checked_task(tmp_path, srv.base_url, kind)
     loaded = load_run(tmp_path / out["run_dir"])
     assert loaded.run.config["graph"]["kind"] == kind
     assert {s.graph for s in loaded.steps} == {kind}
@@ -145,23 +140,7 @@ def test_run_graph_auto_over_http_escalates_in_one_run(tmp_path: Path) -> None:
     actions = oracle_actions()
     tap_nothing = gui_owl_reply({"action": "click", "coordinate": [3, 3]}, "tap the corner")
     with ScriptedOpenAIServer({"single": tap_nothing, **script_for("mobile_agent_v3", actions)}) as srv:
-        cfg = write_config(tmp_path / "c.toml", srv.base_url)
-        p = cli(
-            "run",
-            "--task-id",
-            f"{TASK}/{SEED}",
-            "--graph",
-            "auto",
-            "--config",
-            str(cfg),
-            "--runs-dir",
-            "runs",
-            "--json",
-            cwd=tmp_path,
-        )
-    assert p.returncode == 0, p.stderr
-    out = json.loads(p.stdout)
-    assert out["status"] == "completed" and out["verified"] is True, out
+        p, out = run_checked_task(tmp_path, srv.base_url, "auto")
     assert "escalating to the multi-agent graph at step 2: 2 consecutive failed steps" in p.stderr
     steps = load_run(tmp_path / out["run_dir"]).steps
     team = len(actions) - 1
