@@ -159,10 +159,8 @@ def _prices(model: Mapping[str, Any]) -> tuple[float | None, float | None]:
 def run_costs(run: LoadedRun) -> RunCosts:
     """Per-role and whole-run totals of a loaded run (see the module docstring)."""
     sums: dict[str, dict[str, Any]] = {}
-    usage: dict[str, Usage] = {}
     for call in run.calls:
         _add(sums.setdefault(call.role, _empty()), 1, *_usage(call.usage), call.latency_ms)
-        usage[call.role] = usage.get(call.role, Usage()) + call.usage
     path_ms = 0.0
     for step in run.steps:
         timings = step.timings_ms
@@ -172,7 +170,8 @@ def run_costs(run: LoadedRun) -> RunCosts:
                 sums.setdefault(role, _empty())["critical_ms"] += timings[part]
     unpriced = []
     for role, acc in sums.items():
-        acc["money"] = money_of(usage.get(role, Usage()), *_prices(run.run.models.get(role, {})))
+        tokens = Usage(prompt_tokens=acc["prompt_tokens"], completion_tokens=acc["completion_tokens"])
+        acc["money"] = money_of(tokens, *_prices(run.run.models.get(role, {})))
         if acc["money"] is None and acc["calls"]:
             unpriced.append(role)
     return _build(sums, path_ms, sorted(unpriced))

@@ -143,18 +143,15 @@ def _adb_devices() -> list[DeviceEntry]:
     (listing never starts a server — that is ``adb:SERIAL``'s job when a run asks for one)."""
     if importlib.util.find_spec("adbutils") is None:
         return []
-    from adbutils import AdbError
-
-    from agent_runtime.devices.android.adb import _Client, server_address
+    from agent_runtime.devices.android.adb import listed_devices
 
     try:
-        host, port = server_address(None, None)
-        infos = _Client(host, port, socket_timeout=ADB_PROBE_TIMEOUT_S).list()
-    except (AdbError, OSError, AgentRuntimeError):
+        listed = listed_devices(ADB_PROBE_TIMEOUT_S)
+    except AgentRuntimeError:  # a malformed ANDROID_ADB_SERVER_PORT
         return []
     return [
-        DeviceEntry(spec=f"adb:{info.serial}", kind="adb", description=f"Android device ({info.state})")
-        for info in infos
+        DeviceEntry(spec=f"adb:{serial}", kind="adb", description=f"Android device ({state})")
+        for serial, state in listed
     ]
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -16,9 +15,7 @@ from rich.table import Table
 from agent_runtime.cli import guarded
 
 if TYPE_CHECKING:
-    from agent_runtime.device import Device
-    from agent_runtime.evaluation import EpisodeResult, EvalReport, GraphComparison, Outcome, Policy
-    from agent_runtime.simphone.tasks import Task
+    from agent_runtime.evaluation import EpisodeResult, EvalReport, GraphComparison, Policy
 
 POLICIES = ("oracle", "agent")
 
@@ -66,26 +63,6 @@ def build_policy(
     if demo and announce:
         Console(stderr=True).print(f"[dim]{demo_model.NOTICE}[/]", highlight=False)
     return AgentPolicy(cfg)
-
-
-class RunDirs:
-    """A policy that plays as ``policy`` does and keeps the run directory of each episode, so
-    the report can total the runs' per-role costs (episode results do not name their runs)."""
-
-    def __init__(self, policy: Policy) -> None:
-        from agent_runtime.evaluation import policy_name
-
-        self.policy = policy
-        self.name = policy_name(policy)
-        self.dirs: list[str] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, task: Task, device: Device) -> Outcome:
-        outcome = self.policy(task, device)
-        if outcome.run_dir:
-            with self._lock:
-                self.dirs.append(outcome.run_dir)
-        return outcome
 
 
 def summary_json(report: EvalReport) -> dict[str, object]:
@@ -365,19 +342,17 @@ def run_with_progress(
                     markup=False,
                 )
 
-        executor = executor_for(policy)
-        # Episodes in threads (agents) share this process: their run directories can be kept.
-        played = RunDirs(policy) if executor == "thread" else None
         report = evaluate(
-            played or policy,
+            policy,
             **options,
             workers=workers,
-            executor=executor,
+            executor=executor_for(policy),
             on_plan=on_plan,
             on_result=on_result,
         )
-    if played is None or not played.dirs:
+    dirs = [r.run_dir for r in report.results if r.run_dir]
+    if not dirs:
         return report
     from agent_runtime.costs import costs_of
 
-    return report.model_copy(update={"costs": costs_of(played.dirs)})
+    return report.model_copy(update={"costs": costs_of(dirs)})

@@ -41,11 +41,13 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
     phone = SimPhone(seed=seed)
     answer: str | None = None
     calls: int | None = None
+    run_dir: str | None = None
     steps, status, error, score, check = 0, "error", None, 0.0, ""
     try:
         task.setup(phone)
         outcome = policy(task, phone)
         answer, steps, status, calls = outcome.answer, outcome.steps, outcome.status, outcome.critical_calls
+        run_dir = outcome.run_dir
         verification = check_task(task, phone, answer)
         if not verification.checked:  # the checker itself failed: an episode error
             raise RuntimeError(verification.detail)
@@ -87,6 +89,7 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
         duration_s=round(time.perf_counter() - started, 3),
         oracle_steps=steps if policy_name(policy) == "oracle" else oracle_steps(name, seed),
         critical_calls=calls,
+        run_dir=run_dir,
     )
 
 

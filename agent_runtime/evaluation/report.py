@@ -58,6 +58,7 @@ class EpisodeResult(BaseModel):
     critical_calls: int | None = Field(
         None, description="model calls on the steps' critical paths (agent policies; None: not counted)"
     )
+    run_dir: str | None = Field(None, description="the episode's trace directory, when the policy wrote one")
 
 
 class Stats(BaseModel):

@@ -41,11 +41,10 @@ class RunContext:
     #: Two workers: a discarded (failed-step) Notetaker call still in flight never delays the next.
     #: Its tasks keep the run's context variables (third-party tracing as configured).
     executor: ThreadPoolExecutor = field(default_factory=lambda: ContextThreadPool(2, "notetaker"))
-    usage: Usage = field(default_factory=Usage)
     model_ms: float = 0.0
     device_ms: float = 0.0
     calls: int = 0
-    #: This session's token usage per role (what a money budget prices).
+    #: This session's token usage per role (the run's total is their sum; a money budget prices them).
     role_usage: dict[str, Usage] = field(default_factory=dict)
     #: When this session started (``time.monotonic``): what a time budget counts from.
     started: float = field(default_factory=time.monotonic)
@@ -76,7 +75,6 @@ class RunContext:
         if self.telemetry is not None:
             self.telemetry.call(record)
         with self._lock:
-            self.usage = self.usage + record.usage
             self.role_usage[record.role] = self.role_usage.get(record.role, Usage()) + record.usage
             self.model_ms += record.latency_ms
             self.calls += 1
@@ -135,7 +133,8 @@ class RunContext:
     def totals(self) -> tuple[Usage, dict[str, float]]:
         """This session's token usage and timings so far (model_ms, device_ms, calls)."""
         with self._lock:
-            return self.usage, {"model_ms": self.model_ms, "device_ms": self.device_ms, "calls": self.calls}
+            usage = sum(self.role_usage.values(), Usage())
+            return usage, {"model_ms": self.model_ms, "device_ms": self.device_ms, "calls": self.calls}
 
     def role_totals(self) -> dict[str, Usage]:
         """This session's token usage per role so far."""

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from agent_runtime.config import shows_tree
 from agent_runtime.events import StepStarted
-from agent_runtime.graphs.inputs import images_for, tree_for
+from agent_runtime.graphs.inputs import history_line, images_for, tree_for
 from agent_runtime.graphs.shared import Ctx, begin_step, format_failure, take_action
 from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import observe, role_event
@@ -36,11 +36,7 @@ KIND = "hi_agent"
 
 def _previous(state: AgentState) -> list[str]:
     """Earlier instructions, oldest first; a failed one says so (the high level would repeat it)."""
-    return [
-        h["description"] if h["success"] else f"{h['description']} (failed: {h['feedback'] or 'no effect'})"
-        for h in state.get("history", [])
-        if h["description"]
-    ]
+    return [history_line(h, h["description"]) for h in state.get("history", []) if h["description"]]
 
 
 def high_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:

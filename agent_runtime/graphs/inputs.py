@@ -210,6 +210,12 @@ def notetaker_inputs(
     )
 
 
+def history_line(item: HistoryItem, text: str) -> str:
+    """``text`` for an earlier step in a prompt's history, saying how the step failed if it did
+    (a role shown only what it did would try the same thing again)."""
+    return text if item["success"] else f"{text} (failed: {item['feedback'] or 'no effect'})"
+
+
 def fold_history(state: AgentState, step: Step) -> dict[str, Any]:
     """A judged step folded into the bounded history and the consecutive-failure count."""
     verdict = step.verdict

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from agent_runtime.config import shows_tree
 from agent_runtime.events import StepStarted
-from agent_runtime.graphs.inputs import images_for, tree_for
+from agent_runtime.graphs.inputs import history_line, images_for, tree_for
 from agent_runtime.graphs.shared import Ctx, begin_step, format_failure, take_action
 from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import observe, role_event
@@ -35,13 +35,10 @@ KIND = "single"
 def _history(state: AgentState) -> list[str]:
     """One line per earlier step kept in the state (``Step4: …``, numbered from 1 like GUI-Owl's
     prompt): its conclusion (else its action), and how a failed one failed."""
-    lines = []
-    for h in state.get("history", []):
-        line = h["description"] or h["action"]
-        if not h["success"]:
-            line = f"{line} (failed: {h['feedback'] or 'no effect'})"
-        lines.append(f"Step{h['step'] + 1}: {line}")
-    return lines
+    return [
+        f"Step{h['step'] + 1}: {history_line(h, h['description'] or h['action'])}"
+        for h in state.get("history", [])
+    ]
 
 
 def single_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:

@@ -227,15 +227,27 @@ def _screen_size(run: RunRecord) -> tuple[int, int]:
 
 
 def _step_view(
-    run: LoadedRun, step: StepRecord, calls: list[CallRecord], screen: tuple[int, int]
+    run: LoadedRun,
+    step: StepRecord,
+    calls: list[CallRecord],
+    screen: tuple[int, int],
+    shots: dict[str | None, Shot],
 ) -> StepView:
-    before = _shot(run, step.before_screen, screen)
+    """``shots``: the screenshots embedded so far, by ref — a step's after-screen is the next
+    step's before-screen, read and encoded once."""
+
+    def shot(ref: str | None) -> Shot:
+        if ref not in shots:
+            shots[ref] = _shot(run, ref, screen)
+        return shots[ref]
+
+    before = shot(step.before_screen)
     image = (before.width, before.height) if before.width else screen
     overlay = action_overlay(step.action_screen, image, screen if screen[0] else image)
     return StepView(
         step=step,
         before=before,
-        after=_shot(run, step.after_screen, screen),
+        after=shot(step.after_screen),
         overlay=overlay,
         calls=[_call_view(c) for c in calls],
         failed=_failed(step),
@@ -261,7 +273,8 @@ def render_run(run: LoadedRun) -> str:
     by_step: dict[int, list[CallRecord]] = {}
     for call in run.calls:
         by_step.setdefault(call.step, []).append(call)
-    steps = [_step_view(run, s, by_step.pop(s.step, []), screen) for s in run.steps]
+    shots: dict[str | None, Shot] = {}
+    steps = [_step_view(run, s, by_step.pop(s.step, []), screen, shots) for s in run.steps]
     before_first = [_call_view(c) for c in by_step.pop(-1, [])]
     stray = [_call_view(c) for step in sorted(by_step) for c in by_step[step]]
     longest = max((s.step.timings_ms.get("critical_path", 0.0) for s in steps), default=0.0)

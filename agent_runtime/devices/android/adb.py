@@ -83,6 +83,16 @@ def server_address(host: str | None, port: int | None) -> tuple[str, int]:
     return host, port
 
 
+def listed_devices(timeout_s: float) -> list[tuple[str, str]]:
+    """``(serial, state)`` of the phones the adb server (:func:`server_address`) lists; empty when
+    no server answers within ``timeout_s``. Never starts a server (a run that asks for a phone does)."""
+    host, port = server_address(None, None)
+    try:
+        return [(info.serial, info.state) for info in _Client(host, port, socket_timeout=timeout_s).list()]
+    except (AdbError, OSError):
+        return []
+
+
 class AdbLink:
     """One device on one adb server, with reconnection. ``serial`` None = the only/first device."""
 
