@@ -428,6 +428,8 @@ _ALIASES = {
     "launch_app": "open_app",
     "open": "open_app",
     "done": "terminate",
+    "ask_user": "interact",
+    "ask": "interact",
 }
 #: Field names models use for our fields.
 _FIELD_ALIASES = {"point": "coordinate", "start": "coordinate", "end": "coordinate2", "app": "text"}

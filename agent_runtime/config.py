@@ -39,6 +39,7 @@ from pydantic_settings import (
 
 from agent_runtime.coords import DEFAULT_MAX_PIXELS, DEFAULT_MIN_PIXELS, CoordSpace, ImageBudget, ImageFormat
 from agent_runtime.errors import ConfigError
+from agent_runtime.safety.rules import DEFAULT_WORDS
 
 Role = Literal["manager", "worker", "reflector", "notetaker", "rag", "high", "low", "single"]
 ROLES: tuple[Role, ...] = ("manager", "worker", "reflector", "notetaker", "rag", "high", "low", "single")
@@ -335,6 +336,43 @@ class BudgetConfig(_Strict):
     )
 
 
+class AppSafety(_Strict):
+    """Rules for one app (``[safety.apps."Shop"]``, by app label or package), merged over the
+    built-in ones (:mod:`agent_runtime.safety.rules`)."""
+
+    words: list[str] = Field(
+        default_factory=list, description="more words that make a tap in this app sensitive"
+    )
+    topics: list[str] = Field(
+        default_factory=list, description="words in a task or plan that make opening this app on-task"
+    )
+    deny: bool = Field(False, description="opening this app always needs a person's approval")
+
+
+class SafetyConfig(_Strict):
+    """When a person is asked before an action (:mod:`agent_runtime.safety`).
+
+    An action is *sensitive* by rule (a tap on an element whose text has one of ``words``, typing
+    into a password field, opening an app with ``deny``) or when the acting role flags it; the
+    action guard marks it *off-task* when the task never asked for it. ``ask`` says which ones
+    wait for a person; with no person present (eval, ``--json``, rollouts) the guard's on-task
+    judgement stands in for the person, and off-task actions get ``unattended``."""
+
+    enabled: bool = Field(True, description="assess every action before it runs")
+    ask: Literal["sensitive", "off_task", "never"] = Field(
+        "sensitive",
+        description="which actions wait for a person: sensitive (and off-task) | off_task | never",
+    )
+    unattended: Literal["deny", "approve"] = Field(
+        "deny", description="the decision when no person can answer (--yes: approve)"
+    )
+    words: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_WORDS), description="words that make a tap sensitive"
+    )
+    password_fields: bool = Field(True, description="typing into a password field is sensitive")
+    apps: dict[str, AppSafety] = Field(default_factory=dict, description="per-app rules, by label or package")
+
+
 class RuntimeConfig(BaseSettings):
     """The whole configuration. Build it with :func:`load_config`, or directly in Python."""
 
@@ -350,6 +388,7 @@ class RuntimeConfig(BaseSettings):
     memory: MemoryConfig = MemoryConfig()
     tracing: TracingConfig = TracingConfig()
     budget: BudgetConfig = BudgetConfig()
+    safety: SafetyConfig = SafetyConfig()
     #: The file :func:`load_config` read (None: built-in defaults, the environment, or Python).
     _source: Path | None = PrivateAttr(None)
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from agent_runtime.control import InputRequest
 from agent_runtime.traces import Verdict
 
 
@@ -94,6 +95,26 @@ class NotesEvent(_Event):
     used: bool = True
 
 
+class InputRequested(_Event):
+    """The run waits for a person: answer with ``Runtime.respond(request.id, reply)`` before
+    taking the next event (an interactive stream), or the run ends with status ``waiting`` and
+    ``Runtime.resume(run_id, reply=...)`` continues it later."""
+
+    type: Literal["input_requested"] = "input_requested"
+    request: InputRequest
+
+
+class InputAnswered(_Event):
+    """A request was settled: by the person, or — in a run no one attends — by the guard or the
+    stated default (``by``)."""
+
+    type: Literal["input_answered"] = "input_answered"
+    request_id: str
+    kind: str
+    decision: str
+    by: str
+
+
 class RunFinished(_Event):
     type: Literal["run_finished"] = "run_finished"
     run_id: str
@@ -114,6 +135,8 @@ Event = Annotated[
     | ActionExecuted
     | VerdictEvent
     | NotesEvent
+    | InputRequested
+    | InputAnswered
     | RunFinished,
     Field(discriminator="type"),
 ]
@@ -123,6 +146,8 @@ __all__ = [
     "EVENT_ADAPTER",
     "ActionExecuted",
     "Event",
+    "InputAnswered",
+    "InputRequested",
     "Notice",
     "NotesEvent",
     "RoleOutputEvent",

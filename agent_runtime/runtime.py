@@ -44,7 +44,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -62,9 +62,10 @@ from agent_runtime.config import (
     load_config,
     runs_directory,
 )
+from agent_runtime.control import InputReply, InputRequest
 from agent_runtime.device import Device
 from agent_runtime.errors import AgentRuntimeError, ConfigError, TraceError
-from agent_runtime.events import Event, Notice, RunFinished, RunStarted
+from agent_runtime.events import Event, InputRequested, Notice, RunFinished, RunStarted
 from agent_runtime.resume import Totals, carried_totals, check_checkpoint, restore_device, with_totals
 from agent_runtime.traces import (
     RunRecord,
@@ -94,7 +95,9 @@ _ROLE_TEMPLATES: dict[str, str] = {
 }
 #: Roles whose prompts exist in one set only: a model's ``prompts = "compact"`` does not apply.
 _FULL_ONLY = ("high", "low", "single")
-_RESUMABLE = ("running", "error", "interrupted")
+_RESUMABLE = ("running", "error", "interrupted", "waiting")
+#: Answers a person's requests for a run: called with the request, returns the reply.
+OnInput = Callable[[InputRequest], InputReply]
 
 
 class RunResult(BaseModel):
@@ -204,37 +207,106 @@ class Runtime:
         self._lock = threading.Lock()
         #: The cancel events of this runtime's runs in flight (see :meth:`cancel`).
         self._cancels: set[threading.Event] = set()
+        #: The pause events of this runtime's runs in flight (see :meth:`pause`).
+        self._pauses: set[threading.Event] = set()
+        #: Replies given with :meth:`respond`, by request id, until their run takes them.
+        self._replies: dict[str, InputReply] = {}
         #: None until the first new run decides; then whether it fell back to the demo model.
         self._demo: bool | None = None
 
     # -- public API -----------------------------------------------------------------------------
     def run(
-        self, task: str, *, device: Device | str | None = None, max_steps: int | None = None
+        self,
+        task: str,
+        *,
+        device: Device | str | None = None,
+        max_steps: int | None = None,
+        on_input: OnInput | None = None,
     ) -> RunResult:
-        """Run ``task`` to the end on ``device`` (a Device or a spec like ``simphone:3``)."""
-        return _drain(self._execute(task=task, device=device, max_steps=max_steps))
+        """Run ``task`` to the end on ``device`` (a Device or a spec like ``simphone:3``).
+
+        ``on_input`` answers the run's requests of a person (a question, a confirmation, a pause;
+        see :mod:`agent_runtime.control`); without it no one attends the run and each request is
+        settled by :func:`~agent_runtime.control.unattended_reply`."""
+        return _drain(self._execute(task=task, device=device, max_steps=max_steps, on_input=on_input))
 
     async def arun(
-        self, task: str, *, device: Device | str | None = None, max_steps: int | None = None
+        self,
+        task: str,
+        *,
+        device: Device | str | None = None,
+        max_steps: int | None = None,
+        on_input: OnInput | Callable[[InputRequest], Awaitable[InputReply]] | None = None,
     ) -> RunResult:
-        """:meth:`run` in a worker thread, for asyncio applications."""
-        return await asyncio.to_thread(self.run, task, device=device, max_steps=max_steps)
+        """:meth:`run` in a worker thread, for asyncio applications; ``on_input`` may be async."""
+        callback = _on_loop(on_input, asyncio.get_running_loop())
+        return await asyncio.to_thread(self.run, task, device=device, max_steps=max_steps, on_input=callback)
 
     def stream(
-        self, task: str, *, device: Device | str | None = None, max_steps: int | None = None
+        self,
+        task: str,
+        *,
+        device: Device | str | None = None,
+        max_steps: int | None = None,
+        interactive: bool = False,
     ) -> Generator[Event, None, None]:
-        """Run ``task`` and yield its events; the last one is :class:`RunFinished`."""
-        yield from self._execute(task=task, device=device, max_steps=max_steps)
+        """Run ``task`` and yield its events; the last one is :class:`RunFinished`.
 
-    def resume(self, run_id: str, *, device: Device | str | None = None) -> RunResult:
-        """Continue an interrupted, killed or errored run from its last checkpoint."""
-        return _drain(self._execute(resume=run_id, device=device))
+        With ``interactive`` a person attends the run: an :class:`InputRequested` event asks
+        them, and :meth:`respond` before taking the next event answers; a request left
+        unanswered ends the stream with status ``waiting`` (:meth:`resume` with ``reply``
+        continues it). Without it, requests are settled unattended."""
+        yield from self._execute(task=task, device=device, max_steps=max_steps, attended=interactive)
+
+    def resume(
+        self,
+        run_id: str,
+        *,
+        device: Device | str | None = None,
+        reply: InputReply | None = None,
+        on_input: OnInput | None = None,
+    ) -> RunResult:
+        """Continue an interrupted, killed, errored or waiting run from its last checkpoint;
+        ``reply`` answers the request it waits for (without a reply or ``on_input`` a pending
+        request is settled unattended)."""
+        return _drain(self._execute(resume=run_id, device=device, reply=reply, on_input=on_input))
+
+    async def aresume(
+        self,
+        run_id: str,
+        *,
+        device: Device | str | None = None,
+        reply: InputReply | None = None,
+        on_input: OnInput | Callable[[InputRequest], Awaitable[InputReply]] | None = None,
+    ) -> RunResult:
+        """:meth:`resume` in a worker thread, for asyncio applications."""
+        callback = _on_loop(on_input, asyncio.get_running_loop())
+        return await asyncio.to_thread(self.resume, run_id, device=device, reply=reply, on_input=callback)
 
     def stream_resume(
-        self, run_id: str, *, device: Device | str | None = None
+        self,
+        run_id: str,
+        *,
+        device: Device | str | None = None,
+        reply: InputReply | None = None,
+        interactive: bool = False,
     ) -> Generator[Event, None, None]:
-        """:meth:`resume`, yielding events."""
-        yield from self._execute(resume=run_id, device=device)
+        """:meth:`resume`, yielding events (``interactive`` as in :meth:`stream`)."""
+        yield from self._execute(resume=run_id, device=device, reply=reply, attended=interactive)
+
+    def respond(self, request_id: str, reply: InputReply) -> None:
+        """Answer the request of an :class:`InputRequested` event (an interactive stream):
+        call it before taking the stream's next event."""
+        with self._lock:
+            self._replies[request_id] = reply
+
+    def pause(self) -> None:
+        """Ask this runtime's attended runs in flight to stop at the start of their next step and
+        hand the device to the person (an ``InputRequested`` of kind ``takeover``; reply
+        ``InputReply.resume()`` when done). Callable from any thread; unattended runs go on."""
+        with self._lock:
+            for event in self._pauses:
+                event.set()
 
     def cancel(self) -> None:
         """Interrupt this runtime's runs in flight; callable from any thread.
@@ -343,6 +415,7 @@ class Runtime:
                 {s.step for s in loaded.steps},
                 carried_totals(loaded),
                 kind=kind,
+                interventions={i.request_id for i in loaded.interventions},
             )
             try:
                 plan.check = _resumed_check(plan)
@@ -452,18 +525,21 @@ class Runtime:
         """A run with its sinks guarded: redacted events and result, third-party tracing as configured."""
         from agent_runtime.tracing import private_run
 
-        cancel = threading.Event()
-        return private_run(self._cancellable(self._run_graph(cancel=cancel, **request), cancel), self.config)
+        cancel, pause = threading.Event(), threading.Event()
+        run = self._run_graph(cancel=cancel, pause=pause, **request)
+        return private_run(self._cancellable(run, cancel, pause), self.config)
 
     def _cancellable(
-        self, run: Generator[Event, None, RunResult], cancel: threading.Event
+        self, run: Generator[Event, None, RunResult], cancel: threading.Event, pause: threading.Event
     ) -> Generator[Event, None, RunResult]:
         """``run`` under its cancel event: the current one for every step of its work (model calls
-        watch it), set by :meth:`cancel` and by Ctrl-C while the run is in flight."""
+        watch it), set by :meth:`cancel` and by Ctrl-C while the run is in flight; its pause
+        event is set by :meth:`pause`."""
         from agent_runtime.models.cancel import cancel_scope
 
         with self._lock:
             self._cancels.add(cancel)
+            self._pauses.add(pause)
         _sigint_watch(cancel)
         try:
             while True:
@@ -481,6 +557,7 @@ class Runtime:
                 _sigint_unwatch(cancel)
                 with self._lock:
                     self._cancels.discard(cancel)
+                    self._pauses.discard(pause)
 
     def _run_graph(
         self,
@@ -490,7 +567,13 @@ class Runtime:
         device: Device | str | None = None,
         max_steps: int | None = None,
         cancel: threading.Event | None = None,
+        pause: threading.Event | None = None,
+        reply: InputReply | None = None,
+        on_input: OnInput | None = None,
+        attended: bool = False,
     ) -> Generator[Event, None, RunResult]:
+        from langgraph.types import Command
+
         from agent_runtime.graphs.build import build_graph, sqlite_checkpointer
         from agent_runtime.graphs.context import RunContext
         from agent_runtime.models.cancel import RunCancelled
@@ -531,6 +614,9 @@ class Runtime:
                 observation=observation,
                 on_commit=progress,
                 telemetry=telemetry,
+                attended=attended or on_input is not None,
+                pause=pause or threading.Event(),
+                interventions_written=set(plan.interventions),
             )
             sink.append(ctx)
             info = plan.device.info()
@@ -571,36 +657,66 @@ class Runtime:
             graph_input = yield from _graph_input(app, graph_config, plan, platform)
             limit = (graph_input or app.get_state(graph_config).values).get("max_steps", plan.max_steps)
             graph_config["recursion_limit"] = limit * 6 + 20
-            # The custom stream carries exactly what the nodes emitted: our events.
-            for event in app.stream(
-                graph_input, graph_config, context=ctx, stream_mode="custom", durability="sync"
-            ):
-                yield cast(Event, event)
+            command: Any = graph_input
+            waiting: InputRequest | None = None
+            if reply is not None:  # resume(run_id, reply=...): the answer to the pending request
+                pending = _pending_request(app.get_state(graph_config))
+                if pending is None:
+                    raise ConfigError(
+                        f"run {plan.run_id} is not waiting for a reply", hint="resume it without one"
+                    )
+                command = Command(resume=reply.check(pending).model_dump(mode="json"))
+                ctx.replying = True
+            while True:
+                # The custom stream carries exactly what the nodes emitted: our events.
+                for event in app.stream(
+                    command, graph_config, context=ctx, stream_mode="custom", durability="sync"
+                ):
+                    yield cast(Event, event)
+                waiting = _pending_request(app.get_state(graph_config))
+                if waiting is None:
+                    break
+                answer = yield from self._person(waiting, on_input)
+                if answer is None:
+                    break  # no one answered: the run waits, resumable
+                waiting = None
+                command = Command(resume=answer.model_dump(mode="json"))
+                ctx.replying = True
             final = app.get_state(graph_config).values
             ctx.close()
-            status: RunStatus = final.get("status") or "error"
-            verification = (
-                plan.check.verify(plan.device, final.get("answer"))
-                if plan.check is not None
-                else Verification(detail=plan.unchecked)
-            )
-            record = self._finish(
-                record,
-                base,
-                ctx,
-                started,
-                status=status,
-                success=bool(final.get("success")) and status == "completed",
-                answer=final.get("answer"),
-                reason=final.get("reason", ""),
-                verification=verification,
-            )
-            if "rag" in callers:
-                from agent_runtime.roles.rag import record_experience
+            if waiting is not None:
+                record = self._finish(
+                    record,
+                    base,
+                    ctx,
+                    started,
+                    status="waiting",
+                    reason=f"waiting for a person: {waiting.describe()}",
+                )
+            else:
+                status: RunStatus = final.get("status") or "error"
+                verification = (
+                    plan.check.verify(plan.device, final.get("answer"))
+                    if plan.check is not None
+                    else Verification(detail=plan.unchecked)
+                )
+                record = self._finish(
+                    record,
+                    base,
+                    ctx,
+                    started,
+                    status=status,
+                    success=bool(final.get("success")) and status == "completed",
+                    answer=final.get("answer"),
+                    reason=final.get("reason", ""),
+                    verification=verification,
+                )
+                if "rag" in callers:
+                    from agent_runtime.roles.rag import record_experience
 
-                remembered = record_experience(plan.run_dir, self.config.memory)
-                if remembered:
-                    yield Notice(message=remembered)
+                    remembered = record_experience(plan.run_dir, self.config.memory)
+                    if remembered:
+                        yield Notice(message=remembered)
         except (KeyboardInterrupt, GeneratorExit, RunCancelled) as exc:
             stopped_by = exc
             # Ctrl-C sets the cancel event (_on_sigint), then lands here as a KeyboardInterrupt, or
@@ -684,6 +800,19 @@ class Runtime:
         )
         return result
 
+    def _person(
+        self, request: InputRequest, on_input: OnInput | None
+    ) -> Generator[Event, None, InputReply | None]:
+        """The reply to ``request``, after announcing it: ``on_input``'s, else what
+        :meth:`respond` left for it (None: no one answered)."""
+        yield InputRequested(request=request)
+        if on_input is not None:
+            answer: InputReply | None = on_input(request)
+        else:
+            with self._lock:
+                answer = self._replies.pop(request.id, None)
+        return answer.check(request) if answer is not None else None
+
     def _finish(
         self,
         record: RunRecord,
@@ -722,6 +851,27 @@ class Runtime:
         )
         ctx.writer.write_run(done)
         return done
+
+
+def _pending_request(snapshot: Any) -> InputRequest | None:
+    """The request the graph stopped on (its ``human`` node's ``interrupt()``), if any."""
+    for pending in snapshot.interrupts:
+        return InputRequest.model_validate(pending.value)
+    return None
+
+
+def _on_loop(
+    on_input: OnInput | Callable[[InputRequest], Awaitable[InputReply]] | None,
+    loop: asyncio.AbstractEventLoop,
+) -> OnInput | None:
+    """``on_input`` callable from the run's worker thread: an async callback runs on ``loop``."""
+    if on_input is None or not asyncio.iscoroutinefunction(on_input):
+        return cast(OnInput | None, on_input)
+
+    def call(request: InputRequest) -> InputReply:
+        return asyncio.run_coroutine_threadsafe(on_input(request), loop).result()
+
+    return call
 
 
 def _load_in_process(callers: Mapping[str, Any]) -> Iterator[Notice]:
@@ -828,6 +978,8 @@ class _Plan:
     unchecked: str = "this run plays no SimPhone task, so nothing could check it"
     #: The graph kind the run plays (a resumed run: the one it started with).
     kind: GraphKind = "mobile_agent_v3"
+    #: Ids of the requests a resumed run already recorded in interventions.jsonl.
+    interventions: set[str] = field(default_factory=set)
 
 
 def _resumed_check(plan: _Plan) -> TaskCheck | None:

@@ -60,6 +60,7 @@ RunStatus = Literal[
     "max_steps",  # step budget exhausted
     "error",  # an infrastructure error stopped the run (dead model server, lost device)
     "interrupted",  # stopped by Ctrl-C or Runtime.cancel(); totals final, resumable from its checkpoint
+    "waiting",  # waits for a person's reply (a confirmation, an answer); resume it with the reply
 ]
 
 
@@ -151,6 +152,30 @@ class StepRecord(_Record):
     actor: str = Field("worker", description="the role whose action it is: worker, low or single")
     timings_ms: dict[str, float] = Field(default_factory=dict, description="per part, incl. critical_path")
     critic: dict[str, Any] | None = Field(None, description="step-critic label, filled in by `judge`")
+    confirmation: dict[str, Any] | None = Field(
+        None, description="a sensitive action's decision: decision, by (person|guard|yes|default), reasons"
+    )
+
+
+class InterventionRecord(_Record):
+    """One request a run made of a person and how it was settled (interventions.jsonl): a
+    question answered, a sensitive action approved, rejected or taken over, a pause. A takeover's
+    ``before_screen``/``after_screen`` bound the segment the person operated the device."""
+
+    step: int
+    kind: Literal["confirm", "ask", "takeover"]
+    request_id: str
+    question: str = ""
+    action: dict[str, Any] | None = None
+    target: str = ""
+    reasons: list[str] = Field(default_factory=list)
+    decision: str
+    by: str = Field("person", description="person | guard | yes | default")
+    text: str = Field("", description="the answer, or why the action was rejected")
+    asked_at: float
+    answered_at: float
+    before_screen: str | None = None
+    after_screen: str | None = None
 
 
 class Verification(BaseModel):
@@ -256,10 +281,11 @@ class TraceWriter:
         (self.dir / "screens").mkdir(parents=True, exist_ok=True)
         self.redactor = Redactor(sensitive)
         self._lock = threading.Lock()
-        for name in ("steps.jsonl", "calls.jsonl"):
+        for name in ("steps.jsonl", "calls.jsonl", "interventions.jsonl"):
             repair_tail(self.dir / name)
         self._steps = open(self.dir / "steps.jsonl", "a", encoding="utf-8")  # noqa: SIM115
         self._calls = open(self.dir / "calls.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        self._interventions = open(self.dir / "interventions.jsonl", "a", encoding="utf-8")  # noqa: SIM115
 
     def _dump(self, record: BaseModel, indent: int | None = None) -> str:
         data = record.model_dump(mode="json")
@@ -284,11 +310,14 @@ class TraceWriter:
     def append_call(self, record: CallRecord) -> None:
         self._append(self._calls, record)
 
+    def append_intervention(self, record: InterventionRecord) -> None:
+        self._append(self._interventions, record)
+
     def sync(self) -> None:
         """fsync steps.jsonl and calls.jsonl: called when a step commits, so a power cut loses
         at most the step in flight (every record is already flushed to the OS when written)."""
         with self._lock:
-            for fh in (self._steps, self._calls):
+            for fh in (self._steps, self._calls, self._interventions):
                 if not fh.closed:
                     fh.flush()
                     os.fsync(fh.fileno())
@@ -309,6 +338,7 @@ class TraceWriter:
         with self._lock:
             self._steps.close()
             self._calls.close()
+            self._interventions.close()
 
     def __enter__(self) -> TraceWriter:
         return self
@@ -417,6 +447,9 @@ class LoadedRun(BaseModel):
     run: RunRecord
     steps: list[StepRecord]
     calls: list[CallRecord]
+    interventions: list[InterventionRecord] = Field(
+        default_factory=list, description="what a person was asked and decided, in order"
+    )
     problems: list[str] = Field(default_factory=list, description="what the reader skipped (torn lines)")
 
     def screen(self, ref: str) -> bytes:
@@ -444,6 +477,7 @@ def load_run(path: Path | str) -> LoadedRun:
         run=run,
         steps=_read_jsonl(p / "steps.jsonl", StepRecord, problems),
         calls=_read_jsonl(p / "calls.jsonl", CallRecord, problems),
+        interventions=_read_jsonl(p / "interventions.jsonl", InterventionRecord, problems),
         problems=problems,
     )
 

@@ -226,17 +226,6 @@ def test_auto_escalates_when_the_single_model_gives_up(tmp_path: Path) -> None:
     )
 
 
-def test_single_interact_ends_the_run_with_the_question(tmp_path: Path) -> None:
-    script = {"single": gui_owl_reply({"action": "interact", "text": "Which alarm do you mean?"}, "ask")}
-    result = in_process("single", script, tmp_path).run("Toggle my alarm", device="simphone:1")
-    assert result.status == "failed" and not result.success
-    assert "Which alarm do you mean?" in result.reason
-    assert load_run(result.run_dir).steps[0].action == {
-        "action": "interact",
-        "text": "Which alarm do you mean?",
-    }
-
-
 def test_hi_agent_high_level_format_failure_is_a_failed_step_and_reasks(tmp_path: Path) -> None:
     """An unparseable subgoal is re-asked in the subgoal format, then fails the step without acting."""
 

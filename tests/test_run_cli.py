@@ -29,7 +29,9 @@ def write_config(path: Path, base_url: str, extra: str = "") -> Path:
 
 
 def cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, stdin=subprocess.DEVNULL
+    )
 
 
 OPEN_SETTINGS = {

@@ -28,6 +28,8 @@ from agent_runtime.cli import guarded
 from agent_runtime.events import (
     ActionExecuted,
     Event,
+    InputAnswered,
+    InputRequested,
     NotesEvent,
     Notice,
     RoleOutputEvent,
@@ -38,7 +40,8 @@ from agent_runtime.events import (
 )
 
 if TYPE_CHECKING:
-    from agent_runtime.config import RuntimeConfig
+    from agent_runtime.config import RuntimeConfig, SafetyConfig
+    from agent_runtime.control import InputReply, InputRequest
     from agent_runtime.costs import RunCosts
     from agent_runtime.traces import Verification
     from agent_runtime.tracing import Redactor
@@ -126,6 +129,51 @@ class LiveView:
             self.status.update(f"step {event.step}: updating the plan…")
         elif isinstance(event, NotesEvent) and event.used and event.added:
             self.say(f"  notes     + {escape(_short('; '.join(event.added)))}")
+        elif isinstance(event, InputAnswered):
+            who = "" if event.by == "person" else f" [dim](by {event.by})[/]"
+            self.say(f"  person    {event.kind}: {event.decision}{who}")
+
+    def ask(self, request: InputRequest, safety: SafetyConfig) -> InputReply:
+        """Ask the person at the terminal (stdin): y / n [reason] / t(ake over) for a
+        confirmation, a line for a question, Enter to end a pause. At the end of stdin the
+        request is settled as in a run no one attends, and the view says so."""
+        from agent_runtime.control import InputReply, unattended_reply
+
+        self.status.stop()
+        try:
+            self.say(f"[bold magenta]? {escape(request.describe())}[/]")
+            if request.kind == "confirm":
+                if request.action is not None:
+                    self.say(f"  action    {escape(_short(request.action))}")
+                line = self._line("  approve? [y]es / [n]o [reason] / [t]ake over: ")
+                if line is not None:
+                    word, _, rest = line.strip().partition(" ")
+                    choice = word.lower().rstrip(":,")
+                    if choice in ("y", "yes"):
+                        return InputReply.approve()
+                    if choice in ("t", "take", "takeover"):
+                        self._line("  the device is yours; press Enter when you are done… ")
+                        return InputReply.takeover()
+                    return InputReply.reject(rest.strip() if choice in ("n", "no") else line.strip())
+            elif request.kind == "ask":
+                line = self._line("  your answer (empty: decline): ")
+                if line is not None:
+                    return InputReply.answer(line.strip()) if line.strip() else InputReply.reject()
+            elif self._line("  press Enter to hand the device back… ") is not None:
+                return InputReply.resume()
+            reply = unattended_reply(request, safety)
+            self.say(f"[yellow]no answer (end of input): {reply.decision}, as in an unattended run[/]")
+            return reply
+        finally:
+            self.status.start()
+
+    def _line(self, prompt: str) -> str | None:
+        """A line from stdin after ``prompt`` (None at the end of input)."""
+        import sys
+
+        self.console.print(prompt, end="", highlight=False)
+        line = sys.stdin.readline()
+        return line.rstrip("\n") if line else None
 
     def _role(self, event: RoleOutputEvent) -> None:
         latency = (
@@ -206,7 +254,17 @@ def register(app: typer.Typer) -> None:
                 "--json",
                 help="Print one JSON object {run_id, success, status, verified, verification, answer, "
                 "steps, run_dir, costs}; success is the agent's claim, verified the check's (null: not "
-                "checked); costs holds per-role and total tokens, latency, critical-path share, money.",
+                "checked); costs holds per-role and total tokens, latency, critical-path share, money. "
+                "No one is asked anything: requests are settled as [safety] says for unattended runs.",
+            ),
+        ] = False,
+        yes: Annotated[
+            bool,
+            typer.Option(
+                "--yes",
+                "-y",
+                help="Approve every action that would wait for a confirmation, and ask nothing: an "
+                "unattended run with [safety] unattended = approve (each step records it).",
             ),
         ] = False,
     ) -> None:
@@ -216,6 +274,11 @@ def register(app: typer.Typer) -> None:
         checked when the run ends; any other run's success is only claimed. Exit codes: 0 verified
         success, or claimed success that nothing could check ("claimed, not verified"); 1 failure,
         error or a failed check; 2 usage error; 130 interrupted.
+
+        A person stays in control: before a sensitive or off-task action the run asks on the
+        terminal (y / n [reason] / t to take over), a question from the agent waits for your
+        answer, and Ctrl-\\ pauses the run at the next step so you can operate the device (Enter
+        hands it back). With --json or --yes no one is asked (see [safety] in the config).
         """
         from agent_runtime.config import load_config
         from agent_runtime.errors import ConfigError
@@ -233,6 +296,8 @@ def register(app: typer.Typer) -> None:
         if resume and graph is not None:
             raise ConfigError("--graph cannot change a resumed run's graph (it continues the one it started)")
         cfg = load_config(config, **{"device.spec": device, "graph.kind": graph})
+        if yes:
+            cfg.safety = cfg.safety.model_copy(update={"unattended": "approve"})
         if task_id:
             task, device = _task_from_id(task_id, device, cfg.device.spec)
         console = Console(stderr=True)
@@ -246,15 +311,19 @@ def register(app: typer.Typer) -> None:
             )
         # With nothing configured and no server answering, the runtime falls back to the offline
         # demo model and says so in a Notice (agent_runtime.demo_model.choose).
+        if resume and yes:
+            cfg.safety = cfg.safety.model_copy(update={"unattended": "approve"})
         runtime = Runtime(cfg, runs_dir=runs_dir)
+        attended = not (as_json or yes)
         events = (
-            runtime.stream_resume(resume, device=device)
+            runtime.stream_resume(resume, device=device, interactive=attended)
             if resume
-            else runtime.stream(task or "", device=device, max_steps=max_steps)
+            else runtime.stream(task or "", device=device, max_steps=max_steps, interactive=attended)
         )
         final: RunFinished | None = None
         begun: RunStarted | None = None
         restore = _second_ctrl_c_exits()
+        unpause = _ctrl_backslash_pauses(runtime, console) if attended else (lambda: None)
         try:
             if as_json:  # stdout carries the one JSON object; notices (resume, warnings) go to stderr
                 for event in events:
@@ -267,6 +336,8 @@ def register(app: typer.Typer) -> None:
                 with LiveView(console, Redactor(cfg.memory.sensitive)) as view:
                     for event in events:
                         view.show(event)
+                        if isinstance(event, InputRequested):
+                            runtime.respond(event.request.id, view.ask(event.request, runtime.config.safety))
                         final = event if isinstance(event, RunFinished) else final
                         begun = event if isinstance(event, RunStarted) else begun
         except KeyboardInterrupt as exc:
@@ -274,8 +345,10 @@ def register(app: typer.Typer) -> None:
             _interrupted(console, exc, begun, resume, as_json)  # a second Ctrl-C still exits at once
         except BaseException:
             restore()
+            unpause()
             raise
         restore()
+        unpause()
         if final is None:  # the generator always ends with RunFinished; guard anyway
             raise typer.Exit(1)
         verification = finished_verification(final)
@@ -374,6 +447,27 @@ def _second_ctrl_c_exits() -> Callable[[], None]:
         signal.signal(signal.SIGINT, previous)
 
     signal.signal(signal.SIGINT, handler)
+    return restore
+
+
+def _ctrl_backslash_pauses(runtime: Any, console: Console) -> Callable[[], None]:
+    """Ctrl-\\ (SIGQUIT) pauses the run at the start of its next step, for the person to take
+    over the device. Returns what puts the previous handler back."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGQUIT"):
+        return lambda: None
+    previous = signal.getsignal(signal.SIGQUIT)
+
+    def handler(signum: int, frame: Any) -> None:
+        runtime.pause()
+        console.print("[magenta]pausing at the start of the next step…[/]", highlight=False)
+
+    def restore() -> None:
+        signal.signal(signal.SIGQUIT, previous)
+
+    signal.signal(signal.SIGQUIT, handler)
     return restore
 
 

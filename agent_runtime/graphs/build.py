@@ -8,7 +8,8 @@
   failure the single model would end the run on) the same run continues in ``mobile_agent_v3``
   with the history handed over (:func:`~.shared.escalate`), in the same trace.
 
-Every kind shares ``execute``, ``reflect``, ``finish`` (and ``advance``) from :mod:`.shared`,
+Every kind shares ``execute``, ``reflect``, ``finish`` (and ``advance``) from :mod:`.shared` and
+``human`` (a person answers, confirms or takes over) from :mod:`.human`,
 the state (:mod:`.state`), the step records, the checkpointer and resume.
 """
 
@@ -27,6 +28,7 @@ from agent_runtime.config import GRAPH_KINDS, GraphKind
 from agent_runtime.errors import ConfigError
 from agent_runtime.graphs import hi_agent, single
 from agent_runtime.graphs.context import RunContext
+from agent_runtime.graphs.human import human_node, route_after_human
 from agent_runtime.graphs.mobile_agent_v3 import add_team
 from agent_runtime.graphs.shared import (
     TEAM,
@@ -57,6 +59,7 @@ def build_graph(
     g.add_node("execute", execute_node)
     g.add_node("reflect", reflect_node)
     g.add_node("finish", finish_node)
+    g.add_node("human", human_node)
     g.add_edge("execute", "reflect")
     g.add_edge("finish", END)
     team = kind in (TEAM, "auto")
@@ -65,20 +68,28 @@ def build_graph(
     if kind == TEAM:
         g.add_edge(START, "rag")
         g.add_conditional_edges("reflect", route_after_reflect, ["plan", "finish"])
+        g.add_conditional_edges("human", route_after_human, ["execute", "plan", "act", "finish"])
         return g.compile(checkpointer=checkpointer)
     g.add_node("advance", advance_node)
     if kind == "hi_agent":
         g.add_node("high", hi_agent.high_node)
         g.add_node("low", hi_agent.low_node)
         g.add_edge(START, "high")
-        g.add_conditional_edges("high", hi_agent.route_after_high, ["low", "advance"])
-        g.add_conditional_edges("low", hi_agent.route_after_low, ["execute", "advance"])
+        g.add_conditional_edges("high", hi_agent.route_after_high, ["low", "human", "advance"])
+        g.add_conditional_edges("low", hi_agent.route_after_low, ["execute", "human", "advance"])
+        g.add_conditional_edges("human", route_after_human, ["execute", "advance", "high"])
         g.add_conditional_edges("reflect", route_after_reflect, ["advance"])
         g.add_conditional_edges("advance", route_after_advance, ["high", "finish"])
     else:
         g.add_node("single", single.single_node)
         g.add_edge(START, "single")
-        g.add_conditional_edges("single", single.route_after_single, ["execute", "advance"])
+        g.add_conditional_edges("single", single.route_after_single, ["execute", "human", "advance"])
+        after_human = (
+            ["execute", "advance", "single", "plan", "act", "finish"]
+            if team
+            else ["execute", "advance", "single"]
+        )
+        g.add_conditional_edges("human", route_after_human, after_human)
         after_reflect = ["advance", "plan", "finish"] if team else ["advance"]
         g.add_conditional_edges("reflect", route_after_reflect, after_reflect)
         after_advance = ["single", "rag", "finish"] if team else ["single", "finish"]
@@ -112,6 +123,8 @@ def initial_state(
         status=None,
         success=None,
         answer=None,
-        question=None,
+        request=None,
+        answers=[],
+        interventions=0,
         reason="",
     )

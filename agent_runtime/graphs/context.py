@@ -21,7 +21,7 @@ from agent_runtime.device import Device
 from agent_runtime.observation import Observation
 from agent_runtime.roles.caller import RoleCaller
 from agent_runtime.telemetry import RunTelemetry
-from agent_runtime.traces import CallRecord, StepRecord, TraceWriter, Usage
+from agent_runtime.traces import CallRecord, InterventionRecord, StepRecord, TraceWriter, Usage
 from agent_runtime.tracing import ContextThreadPool
 
 _CACHE_SIZE = 4
@@ -56,6 +56,15 @@ class RunContext:
     on_commit: Callable[[], None] | None = None
     #: OpenTelemetry export of the run's calls and steps (None: ``[tracing] otel`` is off).
     telemetry: RunTelemetry | None = None
+    #: Whether a person can answer this run's requests (else they are settled unattended).
+    attended: bool = False
+    #: A reply is on its way to the pending request (``Command(resume=...)``): take it even in
+    #: a run no one attends (``resume(run_id, reply=...)``).
+    replying: bool = False
+    #: Set by ``Runtime.pause()`` (Ctrl-\\ in the CLI): the next step starts with a takeover.
+    pause: threading.Event = field(default_factory=threading.Event)
+    #: Ids of the requests already in interventions.jsonl (a resumed run's too).
+    interventions_written: set[str] = field(default_factory=set)
     _observations: OrderedDict[str, Observation] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -129,6 +138,22 @@ class RunContext:
             self.telemetry.step(record)
         if self.on_commit is not None:
             self.on_commit()
+
+    def write_intervention(self, record: InterventionRecord) -> None:
+        """Record a settled request once (a node re-run after a resume does not duplicate it)."""
+        if record.request_id in self.interventions_written:
+            return
+        self.writer.append_intervention(record)
+        self.interventions_written.add(record.request_id)
+        self.writer.sync()
+
+    def take_pause(self) -> bool:
+        """Whether a pause was asked for since the last look (clearing it): only an attended run
+        can hand the device to a person."""
+        if not self.pause.is_set():
+            return False
+        self.pause.clear()
+        return self.attended
 
     def totals(self) -> tuple[Usage, dict[str, float]]:
         """This session's token usage and timings so far (model_ms, device_ms, calls)."""

@@ -23,8 +23,9 @@ from typing import Any, Literal
 
 from agent_runtime.config import shows_tree
 from agent_runtime.events import StepStarted
+from agent_runtime.graphs.human import pause_request
 from agent_runtime.graphs.inputs import history_line, images_for, tree_for
-from agent_runtime.graphs.shared import Ctx, begin_step, format_failure, take_action
+from agent_runtime.graphs.shared import Ctx, after_action, begin_step, format_failure, take_action
 from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import observe, role_event
 from agent_runtime.roles import hi_agent
@@ -42,6 +43,8 @@ def _previous(state: AgentState) -> list[str]:
 def high_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     """π_h: the next subgoal instruction for the current screen."""
     ctx, emit = runtime.context, runtime.stream_writer
+    if (paused := pause_request(ctx, state)) is not None:
+        return {"request": paused}
     obs, ref = observe(ctx, state)
     step = state.get("step", 0)
     emit(StepStarted(step=step, subgoal=state["task"]))
@@ -124,13 +127,13 @@ def low_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     return take_action(ctx, state, obs, pending, out)
 
 
-def route_after_high(state: AgentState) -> Literal["low", "advance"]:
+def route_after_high(state: AgentState) -> Literal["low", "human", "advance"]:
+    if state.get("request"):
+        return "human"  # a pause
     pending = state.get("pending")
     return "advance" if pending is None or pending.format_failure else "low"
 
 
-def route_after_low(state: AgentState) -> Literal["execute", "advance"]:
-    pending = state.get("pending")
-    if state.get("status") or pending is None or pending.format_failure:
-        return "advance"
-    return "execute"
+def route_after_low(state: AgentState) -> Literal["execute", "human", "advance"]:
+    where = after_action(state)
+    return "advance" if where == "next" else where

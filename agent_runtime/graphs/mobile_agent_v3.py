@@ -38,8 +38,9 @@ from langgraph.graph import StateGraph
 from agent_runtime.config import shows_tree
 from agent_runtime.costs import spent_budget
 from agent_runtime.events import Notice, RoleOutputEvent, StepStarted
+from agent_runtime.graphs.human import pause_request
 from agent_runtime.graphs.inputs import images_for, manager_inputs, worker_inputs
-from agent_runtime.graphs.shared import TEAM, Ctx, begin_step, format_failure, take_action
+from agent_runtime.graphs.shared import TEAM, Ctx, after_action, begin_step, format_failure, take_action
 from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import commit, observe, role_event
 from agent_runtime.roles import manager, worker
@@ -118,6 +119,8 @@ def plan_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
 def act_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     """``A_t ← W(I, S_t, SS_t, F_{t-1}, N_t)``; answer/terminate/repeat end the run."""
     ctx, emit = runtime.context, runtime.stream_writer
+    if (paused := pause_request(ctx, state)) is not None:
+        return {"request": paused}
     obs, ref = observe(ctx, state)
     step = state.get("step", 0)
     plan = state.get("plan", [])
@@ -169,15 +172,15 @@ def route_after_plan(state: AgentState) -> Literal["act", "finish"]:
     return "finish" if state.get("status") else "act"
 
 
-def route_after_act(state: AgentState) -> Literal["execute", "plan", "finish"]:
+def route_after_act(state: AgentState) -> Literal["execute", "human", "plan", "finish"]:
+    where = after_action(state)
+    if where != "next":
+        return where
     if state.get("status"):
         return "finish"
-    pending = state.get("pending")
-    if pending is None:
+    if state.get("pending") is None:
         raise RuntimeError("act finished without a pending step")
-    if pending.format_failure:
-        return "plan"
-    return "execute"
+    return "plan"
 
 
 def add_team(g: StateGraph[Any, Any, Any, Any]) -> None:
@@ -188,4 +191,4 @@ def add_team(g: StateGraph[Any, Any, Any, Any]) -> None:
     g.add_node("act", act_node)
     g.add_edge("rag", "plan")
     g.add_conditional_edges("plan", route_after_plan, ["act", "finish"])
-    g.add_conditional_edges("act", route_after_act, ["execute", "plan", "finish"])
+    g.add_conditional_edges("act", route_after_act, ["execute", "human", "plan", "finish"])

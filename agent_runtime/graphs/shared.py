@@ -106,10 +106,12 @@ def format_failure(
 def take_action(
     ctx: RunContext, state: AgentState, obs: Observation, pending: Step, out: WorkerOutput
 ) -> dict[str, Any]:
-    """What an acting role's parsed reply does: ``answer``/``terminate`` end the run, GUI-Owl's
-    ``interact`` ends it with the question (a run cannot ask its user yet), the same action chosen
-    ``repeat_limit`` times in a row is a stalemate; any other action is mapped to screen pixels
-    for ``execute``."""
+    """What an acting role's parsed reply does: ``answer``/``terminate`` end the run, a question
+    (``interact``) goes to the person (:mod:`.human`), the same action chosen ``repeat_limit``
+    times in a row is a stalemate; any other action is mapped to screen pixels for ``execute`` —
+    by way of the person when the safety policy asks for a confirmation."""
+    from agent_runtime.graphs.human import ask_request, confirmation_request
+
     action = out.action
     pending = pending.model_copy(
         update={
@@ -120,7 +122,10 @@ def take_action(
     )
     update: dict[str, Any] = {}
     who = WHO.get(pending.actor, pending.actor)
-    if action.action in ("answer", "terminate", "interact"):
+    if isinstance(action, Interact):
+        pending = pending.model_copy(update={"action_screen": action})
+        return {"pending": pending, "request": ask_request(ctx, state, pending, action.text)}
+    if action.action in ("answer", "terminate"):
         pending = pending.model_copy(update={"action_screen": action})
         if action.action == "answer":
             return {
@@ -129,14 +134,6 @@ def take_action(
                 "success": True,
                 "answer": action.text,
                 "reason": f"the {who} answered",
-            }
-        if isinstance(action, Interact):
-            return {
-                "pending": pending,
-                "status": "failed",
-                "success": False,
-                "question": action.text,
-                "reason": f"the agent asked the user, and this run cannot ask: {action.text}",
             }
         ok = action.status == "success"
         return {
@@ -164,9 +161,23 @@ def take_action(
         if len(executed) > 1:
             screen["screen_actions"] = executed
     else:
-        screen = {"action_screen": to_screen(action, ctx.mapper(obs.size, pending.actor))}
-    update["pending"] = pending.model_copy(update=screen)
+        executed = [to_screen(action, ctx.mapper(obs.size, pending.actor))]
+        screen = {"action_screen": executed[0]}
+    pending = pending.model_copy(update=screen)
+    update["pending"] = pending
+    update["request"] = confirmation_request(ctx, state, obs, pending, executed)
     return update
+
+
+def after_action(state: AgentState) -> Literal["execute", "human", "next"]:
+    """Where an acting node's step goes: to the person when it left a request, to ``execute``
+    with an action, else on (the run ended, or the reply never parsed) — the caller names it."""
+    if state.get("request"):
+        return "human"
+    pending = state.get("pending")
+    if state.get("status") or pending is None or pending.format_failure:
+        return "next"
+    return "execute"
 
 
 def execute_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
@@ -353,9 +364,8 @@ def escalation_due(
     """An ``auto`` run hands over after ``escalate_after`` consecutive failed steps, at once
     when the single model's reply could not be parsed even after the re-asks (a model that does
     not speak the format will not start to), or when it would end the run without success
-    (terminate failure, stalemate) — never after a success claim, a question for the user, or
-    with no step left."""
-    if not state.get("escalate") or step >= state["max_steps"] or state.get("question"):
+    (terminate failure, stalemate) — never after a success claim or with no step left."""
+    if not state.get("escalate") or step >= state["max_steps"]:
         return False
     if status is not None:
         return status in _ESCALATABLE

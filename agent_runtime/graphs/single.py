@@ -21,8 +21,9 @@ from typing import Any, Literal
 
 from agent_runtime.config import shows_tree
 from agent_runtime.events import StepStarted
+from agent_runtime.graphs.human import pause_request
 from agent_runtime.graphs.inputs import history_line, images_for, tree_for
-from agent_runtime.graphs.shared import Ctx, begin_step, format_failure, take_action
+from agent_runtime.graphs.shared import Ctx, after_action, begin_step, format_failure, take_action
 from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import observe, role_event
 from agent_runtime.roles import gui_owl
@@ -44,6 +45,8 @@ def _history(state: AgentState) -> list[str]:
 def single_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     """The one model call of a step: thinking, a tool call, a conclusion."""
     ctx, emit = runtime.context, runtime.stream_writer
+    if (paused := pause_request(ctx, state)) is not None:
+        return {"request": paused}
     obs, ref = observe(ctx, state)
     step = state.get("step", 0)
     emit(StepStarted(step=step, subgoal=state["task"]))
@@ -77,8 +80,6 @@ def single_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     return update | take_action(ctx, state, obs, pending, result.output)
 
 
-def route_after_single(state: AgentState) -> Literal["execute", "advance"]:
-    pending = state.get("pending")
-    if state.get("status") or pending is None or pending.format_failure:
-        return "advance"
-    return "execute"
+def route_after_single(state: AgentState) -> Literal["execute", "human", "advance"]:
+    where = after_action(state)
+    return "advance" if where == "next" else where

@@ -71,6 +71,9 @@ class Step(BaseModel):
     t0: float = Field(default_factory=time.time, description="wall clock when the step began")
     timings: dict[str, float] = Field(default_factory=dict, description="milliseconds, per part")
     critical_calls: int = Field(0, description="model calls on the critical path so far (re-asks too)")
+    confirmation: dict[str, Any] | None = Field(
+        None, description="who approved, rejected or took over a sensitive action, and why it was asked"
+    )
 
     @property
     def to_execute(self) -> list[Action]:
@@ -104,6 +107,7 @@ class Step(BaseModel):
             graph=self.graph,
             actor=self.actor,
             timings_ms=timings_ms,
+            confirmation=self.confirmation,
             **extra,
         )
 
@@ -157,8 +161,13 @@ class AgentState(TypedDict, total=False):
     """The step in progress: filled by act → execute → reflect, committed by plan or finish."""
     status: EndStatus | None
     """Set by the node that ends the run."""
-    question: str | None
-    """What the agent asked the user (GUI-Owl's ``interact``), which ended the run."""
+    request: dict[str, Any] | None
+    """The :class:`~agent_runtime.control.InputRequest` (JSON) a person is asked next: the
+    ``human`` node raises it with ``interrupt()`` (or decides at once when no one attends)."""
+    answers: list[dict[str, Any]]
+    """The user's answers to the agent's questions: ``{"step", "question", "answer"}``."""
+    interventions: int
+    """How many requests the run has made of a person (numbers the next request's id)."""
     success: bool | None
     answer: str | None
     reason: str

@@ -1,0 +1,185 @@
+"""The person in the loop, one node every graph kind shares (see :mod:`agent_runtime.control`).
+
+An acting node (the Worker, Hi-Agent's low level, GUI-Owl's single call) never executes a
+question or an action that needs a person: it leaves an :class:`InputRequest` in state, and the
+router sends the run to ``human``. So does a pause, at the start of a step. ``human`` asks with
+LangGraph's ``interrupt()`` — the run stops, checkpointed, until the runtime resumes it with the
+reply — or, when no one attends the run, takes :func:`unattended_reply` at once. Nothing runs
+before the ``interrupt()`` call, because LangGraph re-runs the node from its start on resume.
+
+* an approved action goes on to ``execute``, the decision recorded on its step;
+* a rejected one is not executed: the step fails (verdict C) with the person's reason as its
+  feedback, which the Manager (or the next step of the other kinds) reads;
+* a takeover — instead of the action, or after a pause — lets the person operate the device;
+  the agent then observes the screen afresh, and interventions.jsonl keeps the segment's
+  before and after screens;
+* an answer goes into the next prompts (``answers``) and the trace.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from langgraph.types import interrupt
+
+from agent_runtime.actions import Action
+from agent_runtime.control import InputReply, InputRequest, unattended_reply
+from agent_runtime.events import InputAnswered
+from agent_runtime.graphs.context import RunContext
+from agent_runtime.graphs.shared import TEAM, Ctx
+from agent_runtime.graphs.state import AgentState, Step
+from agent_runtime.graphs.steps import account
+from agent_runtime.observation import Observation
+from agent_runtime.safety.guard import assess
+from agent_runtime.traces import InterventionRecord, Verdict
+
+#: The node each kind's step starts at: where a run goes on after a pause.
+ACTING = {TEAM: "act", "hi_agent": "high", "single": "single"}
+
+
+def _request(ctx: RunContext, state: AgentState, step: int, **fields: Any) -> dict[str, Any]:
+    n = state.get("interventions", 0)
+    request = InputRequest(id=f"{ctx.run_id}/{n + 1}", run_id=ctx.run_id, step=step, **fields)
+    return request.model_dump(mode="json")
+
+
+def ask_request(ctx: RunContext, state: AgentState, pending: Step, question: str) -> dict[str, Any]:
+    """The request for the agent's question (``interact``)."""
+    return _request(ctx, state, pending.step, kind="ask", question=question, screen=pending.before_screen)
+
+
+def confirmation_request(
+    ctx: RunContext, state: AgentState, obs: Observation, pending: Step, actions: list[Action]
+) -> dict[str, Any] | None:
+    """The request to confirm ``actions`` (the step's screen-pixel actions), or None when the
+    safety policy lets them run unasked (see :class:`~agent_runtime.config.SafetyConfig`)."""
+    safety = ctx.config.safety
+    if not safety.enabled or safety.ask == "never":
+        return None
+    flagged = pending.subgoal if "[confirm]" in pending.subgoal.lower() else None
+    found = assess(
+        actions,
+        screen=obs,
+        task=state["task"],
+        plan=[*state.get("plan", []), *state.get("completed", [])],
+        flagged_by="Manager" if flagged else None,
+        config=safety,
+    )
+    if not (found.off_task if safety.ask == "off_task" else found.flagged):
+        return None
+    return _request(
+        ctx,
+        state,
+        pending.step,
+        kind="confirm",
+        action=pending.action,
+        target=found.target,
+        sensitive=found.sensitive,
+        off_task=found.off_task,
+        screen=pending.before_screen,
+    )
+
+
+def pause_request(ctx: RunContext, state: AgentState) -> dict[str, Any] | None:
+    """At the start of a step: the takeover request when the person asked for a pause."""
+    if not ctx.take_pause():
+        return None
+    return _request(ctx, state, state.get("step", 0), kind="takeover", screen=state.get("screen"))
+
+
+def human_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
+    """Ask the person (or decide unattended), then apply the reply."""
+    ctx, emit = runtime.context, runtime.stream_writer
+    raw = state.get("request")
+    if raw is None:
+        raise RuntimeError("the human node ran without a request")
+    request = InputRequest.model_validate(raw)
+    if ctx.attended or ctx.replying:
+        ctx.replying = False
+        reply = InputReply.model_validate(interrupt(raw)).check(request)
+    else:
+        reply = unattended_reply(request, ctx.config.safety)
+    answered = time.time()
+    emit(InputAnswered(request_id=request.id, kind=request.kind, decision=reply.decision, by=reply.by))
+    update: dict[str, Any] = {"request": None, "interventions": state.get("interventions", 0) + 1}
+    record = InterventionRecord(
+        step=request.step,
+        kind=request.kind,
+        request_id=request.id,
+        question=request.question,
+        action=request.action,
+        target=request.target,
+        reasons=request.reasons,
+        decision=reply.decision,
+        by=reply.by,
+        text=reply.text,
+        asked_at=request.asked_at,
+        answered_at=answered,
+        before_screen=request.screen,
+    )
+    if reply.decision in ("takeover", "resume"):
+        # The person operated the device: the agent looks afresh, and the segment is on record.
+        obs = ctx.device.observe()
+        ref = ctx.save_new_screen(request.step, obs.screenshot)
+        ctx.remember(ref, obs)
+        record = record.model_copy(update={"after_screen": ref})
+        update["screen"] = ref
+    ctx.write_intervention(record)
+    pending = state.get("pending")
+    if request.kind == "takeover" or pending is None:
+        return update
+    if request.kind == "ask":
+        answer = reply.text if reply.decision == "answer" else ""
+        if answer:
+            answers = [
+                *state.get("answers", []),
+                {"step": request.step, "question": request.question, "answer": answer},
+            ]
+            update["answers"] = answers
+            verdict = Verdict.of("A", f"the user answered: {answer}")
+        else:
+            verdict = Verdict.of("C", f"the user declined to answer{': ' + reply.text if reply.text else ''}")
+        return _judged(ctx, state, pending, verdict, update)
+    confirmation: dict[str, Any] = {"decision": reply.decision, "by": reply.by, "reasons": request.reasons}
+    if reply.text:
+        confirmation["text"] = reply.text
+    pending = pending.model_copy(update={"confirmation": confirmation})
+    if reply.decision == "approve":
+        return update | {"pending": pending}
+    if reply.decision == "reject":
+        who = "the person" if reply.by == "person" else "the runtime"
+        why = f": {reply.text}" if reply.text else ""
+        verdict = Verdict.of(
+            "C", f"{who} rejected this action{why}; do not try it again unless the task needs it"
+        )
+        return _judged(ctx, state, pending, verdict, update)
+    pending = pending.model_copy(update={"after_screen": update["screen"]})
+    verdict = Verdict.of("C", "the person took over and operated the device instead of this action")
+    update = _judged(ctx, state, pending, verdict, update)
+    update["failures"] = 0  # the person's segment is no failure of the agent's
+    return update
+
+
+def _judged(
+    ctx: RunContext, state: AgentState, pending: Step, verdict: Verdict, update: dict[str, Any]
+) -> dict[str, Any]:
+    """The step ends here, not executed: its verdict folded into history and failures."""
+    pending = pending.model_copy(update={"verdict": verdict})
+    return update | {"pending": pending} | account(ctx, state, pending)
+
+
+def route_after_human(
+    state: AgentState,
+) -> Literal["execute", "plan", "advance", "act", "high", "single", "finish"]:
+    """Approved: execute. Settled without executing: the step is committed by the planner (or
+    ``advance``). After a pause: the step starts again, looking at the screen afresh."""
+    kind = state.get("graph", TEAM)
+    pending = state.get("pending")
+    if pending is None:
+        return ACTING[kind]  # type: ignore[return-value]
+    if pending.verdict is None:
+        return "execute"
+    if state.get("status") and kind == TEAM:
+        return "finish"
+    return "plan" if kind == TEAM else "advance"

@@ -1,0 +1,7 @@
+"""A person stays in control: the action guard that says which actions need a person's approval
+(:func:`assess`), and the built-in rules it reads (:mod:`agent_runtime.safety.rules`)."""
+
+from agent_runtime.safety.guard import Assessment, assess
+from agent_runtime.safety.rules import APPS, DEFAULT_WORDS, FAMILIES, AppRule, Family
+
+__all__ = ["APPS", "DEFAULT_WORDS", "FAMILIES", "AppRule", "Assessment", "Family", "assess"]
