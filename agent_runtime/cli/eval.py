@@ -35,13 +35,14 @@ def graph_kinds(values: Sequence[str] | None) -> list[str]:
 
 
 def build_policy(
-    name: str, config: Path | None, graph: str | None = None, *, announce: bool = True
+    name: str, config: Path | None, graph: str | None = None, *, announce: bool = True, yes: bool = False
 ) -> Policy:
     """The policy ``--policy`` names (the agent policy reads ``--config`` when given).
 
     ``graph`` overrides the agent's ``[graph] kind`` before the demo-model fallback is decided,
     which keeps it, so the demo model plays the kind asked for. ``announce`` says so on stderr
-    when the demo model plays (once is enough when several kinds are built).
+    when the demo model plays (once is enough when several kinds are built). ``yes`` approves
+    every action that would wait for a person (``[safety] unattended = "approve"``).
     """
     from agent_runtime.errors import ConfigError
     from agent_runtime.evaluation import AgentPolicy, ExpertPolicy
@@ -59,7 +60,8 @@ def build_policy(
     from agent_runtime import demo_model
     from agent_runtime.config import load_config
 
-    cfg, demo = demo_model.choose(load_config(config, **{"graph.kind": graph}))
+    overrides = {"graph.kind": graph, "safety.unattended": "approve" if yes else None}
+    cfg, demo = demo_model.choose(load_config(config, **overrides))
     if demo and announce:
         Console(stderr=True).print(f"[dim]{demo_model.NOTICE}[/]", highlight=False)
     return AgentPolicy(cfg)
@@ -263,6 +265,15 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[
             bool, typer.Option("--json", help="Print one JSON object instead of tables.")
         ] = False,
+        yes: Annotated[
+            bool,
+            typer.Option(
+                "--yes",
+                "-y",
+                help="Approve the agent's off-task actions too (no one is asked in an eval; by default "
+                "the action guard approves on-task sensitive actions and denies off-task ones).",
+            ),
+        ] = False,
     ) -> None:
         """Evaluate a policy on SimPhone tasks: success rate (Wilson 95% CI), steps, per app and task.
 
@@ -274,7 +285,7 @@ def register(app: typer.Typer) -> None:
         kinds = graph_kinds(graph)
         options = {"suite": suite, "tasks": tasks, "split": split, "episodes": episodes, "seed": seed}
         if len(kinds) < 2:
-            chosen = build_policy(policy, config, kinds[0] if kinds else None)
+            chosen = build_policy(policy, config, kinds[0] if kinds else None, yes=yes)
             report = run_with_progress(chosen, options, workers=workers, as_json=as_json)
             if as_json:
                 data = summary_json(report)
@@ -282,7 +293,9 @@ def register(app: typer.Typer) -> None:
             else:
                 render(report, Console(), kinds[0] if kinds else None)
             return
-        policies = {kind: build_policy(policy, config, kind, announce=i == 0) for i, kind in enumerate(kinds)}
+        policies = {
+            kind: build_policy(policy, config, kind, announce=i == 0, yes=yes) for i, kind in enumerate(kinds)
+        }
         reports = {
             kind: run_with_progress(chosen, options, workers=workers, as_json=as_json, kind=kind)
             for kind, chosen in policies.items()

@@ -121,6 +121,19 @@ def _given(value: str, context: str) -> bool:
     return bool(value.strip()) and _squash(value) in _squash(context)
 
 
+_CODE = re.compile(r"(?<!\d)\d{4,}(?!\d)")
+
+
+def _unasked_code(value: str, context: str) -> str | None:
+    """A run of four or more digits in typed ``value`` that the task or plan never gives — unless
+    the whole value is a phone number and the task is about phone numbers (copying one from
+    Contacts into a message is what "look up X's number and text it" means)."""
+    if _is_phone(value) and re.search(r"\b(?:phone|number)s?\b", context, re.IGNORECASE):
+        return None
+    given = _digits(context)
+    return next((run for run in _CODE.findall(value) if run not in given), None)
+
+
 def _named(who: str, context: str) -> bool:
     """Whether ``who`` (a name, number or address on screen) is named in the task or plan: a
     number by its digits, an address as text, a name by every one of its words."""
@@ -390,6 +403,9 @@ def _check_type(
         off_task.append(
             f'typing a recipient the task did not give: "{shown}" into "{_field_name(recipient)}"'
         )
+    elif not secret and (code := _unasked_code(value, context)):
+        # A one-time code, PIN or account number carried off inside a URL, a search or a message.
+        off_task.append(f'typing a number the task did not give ("{code}") into "{into}"')
     return f'type "{shown}" into "{into}"'
 
 

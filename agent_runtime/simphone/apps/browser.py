@@ -2,8 +2,10 @@
 
 State — :class:`BrowserState`:
     ``history``: visited page URLs and searches (``"search:<query>"``), oldest first;
-    ``bookmarks``: bookmarked URLs; ``current_url``: the page on screen ("" when none).
-    Pages come from :data:`~agent_runtime.simphone.apps.browser_pages.PAGES`.
+    ``bookmarks``: bookmarked URLs; ``current_url``: the page on screen ("" when none);
+    ``pages``: pages this phone's web serves besides the built-in
+    :data:`~agent_runtime.simphone.apps.browser_pages.PAGES` (a planted page with a built-in
+    page's URL replaces it — how tasks put untrusted web content in front of an agent).
 
 Screens (every screen has the address bar: EditText resource-id ``url_bar``, hint
 "Search or type URL"; ENTER searches or opens a URL):
@@ -36,19 +38,20 @@ class BrowserState:
     history: list[str] = field(default_factory=list)
     bookmarks: list[str] = field(default_factory=list)
     current_url: str = ""
+    pages: list[Page] = field(default_factory=list)
 
 
 def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
-def search(query: str) -> list[Page]:
-    """Pages ranked by query-word overlap (title words count double)."""
+def search(query: str, web: tuple[Page, ...] = PAGES) -> list[Page]:
+    """Pages of ``web`` ranked by query-word overlap (title words count double)."""
     words = _words(query)
     if not words:
         return []
     scored = []
-    for page in PAGES:
+    for page in web:
         title, body = _words(page.title + " " + page.url), _words(page.body)
         score = 2 * len(words & title) + len(words & body)
         if score:
@@ -56,11 +59,11 @@ def search(query: str) -> list[Page]:
     return [p for _, _, p in sorted(scored)]
 
 
-def find_page(url: str) -> Page | None:
+def find_page(url: str, web: tuple[Page, ...] = PAGES) -> Page | None:
     wanted = (
         url.strip().lower().removeprefix("https://").removeprefix("http://").removeprefix("www.").rstrip("/")
     )
-    return next((p for p in PAGES if p.url.lower().removeprefix("https://") == wanted), None)
+    return next((p for p in web if p.url.lower().removeprefix("https://") == wanted), None)
 
 
 class BrowserApp(App):
@@ -71,6 +74,11 @@ class BrowserApp(App):
     def initial_state(self, rng: random.Random) -> BrowserState:
         return BrowserState(bookmarks=[p.url for p in rng.sample(PAGES, 2)])
 
+    def web(self) -> tuple[Page, ...]:
+        """The pages this phone can reach: planted ones first, then the built-in ones they leave."""
+        planted = {p.url for p in self.state.pages}
+        return (*self.state.pages, *(p for p in PAGES if p.url not in planted))
+
     def navigate(self, text: str) -> None:
         """What ENTER in the address bar does: open a URL or search for the text."""
         text = text.strip()
@@ -80,7 +88,7 @@ class BrowserApp(App):
         self.screen.fields["url"] = self.screen.params.get("url") or self.screen.params.get("query") or ""
         looks_like_url = " " not in text and ("." in text or text.startswith(("http://", "https://")))
         if looks_like_url:
-            page = find_page(text)
+            page = find_page(text, self.web())
             url = page.url if page else (text if "://" in text else f"https://{text}")
             self._open_url(url)
         else:
@@ -152,7 +160,7 @@ class BrowserApp(App):
         )
         body: list[View | None] = [logo, ui.section("Bookmarks")]
         for url in self.state.bookmarks:
-            page = find_page(url)
+            page = find_page(url, self.web())
             body.append(
                 ui.list_item(
                     page.title if page else url,
@@ -167,7 +175,7 @@ class BrowserApp(App):
         return body
 
     def _results(self, ui: UI, query: str) -> list[View | None]:
-        pages = search(query)
+        pages = search(query, self.web())
         if not pages:
             return [ui.empty(f"No results for “{query}”")]
         body: list[View | None] = [ui.text(f"Results for “{query}”", 14, muted=True, pad=(16, 12, 16, 4))]
@@ -187,7 +195,7 @@ class BrowserApp(App):
         return body
 
     def _page(self, ui: UI, url: str) -> list[View | None]:
-        page = find_page(url)
+        page = find_page(url, self.web())
         if page is None:
             return [
                 ui.text("This site can't be reached", 22, pad=(16, 48, 16, 8), lines=2, rid="page_title"),
