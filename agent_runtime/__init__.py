@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 from agent_runtime.actions import Action, ActionResult, parse_action
-from agent_runtime.config import RuntimeConfig, load_config
+from agent_runtime.config import RuntimeConfig, SafetyConfig, load_config
+from agent_runtime.control import InputReply, InputRequest
 from agent_runtime.coords import CoordMapper, CoordSpace, Size, smart_resize
 from agent_runtime.device import Device, DeviceInfo
 from agent_runtime.devices.registry import resolve_device
@@ -33,6 +34,8 @@ from agent_runtime.errors import (
 from agent_runtime.events import (
     ActionExecuted,
     Event,
+    InputAnswered,
+    InputRequested,
     NotesEvent,
     Notice,
     RoleOutputEvent,
@@ -73,6 +76,10 @@ __all__ = [
     "DeviceInfo",
     "DeviceNotFoundError",
     "Event",
+    "InputAnswered",
+    "InputReply",
+    "InputRequest",
+    "InputRequested",
     "MemoryStoreError",
     "ModelError",
     "NotesEvent",
@@ -86,6 +93,7 @@ __all__ = [
     "RunStarted",
     "Runtime",
     "RuntimeConfig",
+    "SafetyConfig",
     "Size",
     "StepStarted",
     "TaskError",

@@ -28,6 +28,11 @@ PUBLIC = {
     # the runtime (loaded lazily) and the events it streams
     "ActionExecuted",
     "Event",
+    "InputAnswered",
+    "InputReply",
+    "InputRequest",
+    "InputRequested",
+    "SafetyConfig",
     "NotesEvent",
     "Notice",
     "RoleOutputEvent",
