@@ -461,6 +461,13 @@ class LoadedRun(BaseModel):
     def calls_for(self, role: str) -> list[CallRecord]:
         return [c for c in self.calls if c.role == role]
 
+    def intervention_kinds(self) -> str:
+        """How many requests of each kind a person got, in the order first made: ``1 ask, 2 confirm``."""
+        counts: dict[str, int] = {}
+        for record in self.interventions:
+            counts[record.kind] = counts.get(record.kind, 0) + 1
+        return ", ".join(f"{n} {kind}" for kind, n in counts.items())
+
 
 def load_run(path: Path | str) -> LoadedRun:
     """Read a run directory (or its run.json). Raises :class:`TraceError` when it is not one."""

@@ -20,7 +20,16 @@ from rich.table import Table
 from agent_runtime.cli import guarded
 
 if TYPE_CHECKING:
-    from agent_runtime.traces import CallRecord, LoadedRun, RunRecord
+    from agent_runtime.traces import CallRecord, InterventionRecord, LoadedRun, RunRecord
+
+#: How ``list`` and ``show`` color a status: a run that may still go on (running, waiting for a
+#: person's reply, stopped resumably) is not a failure.
+STATUS_COLOR = {
+    "completed": "green",
+    "running": "yellow",
+    "interrupted": "yellow",
+    "waiting": "cyan",
+}
 
 RunsDirOpt = Annotated[
     Path | None,
@@ -78,6 +87,31 @@ def check_cell(run: RunRecord) -> str:
     if run.status == "completed" and run.success:
         return "[yellow]claimed, not verified[/]"
     return ""
+
+
+def intervention_line(record: InterventionRecord) -> str:
+    """One request of a person, as plain text: step, kind, decision, who decided, what was asked
+    (the question, or the action's target and why it needed a decision) and the reply.
+
+    >>> from agent_runtime.traces import InterventionRecord
+    >>> intervention_line(InterventionRecord(step=2, kind="confirm", request_id="r/1",
+    ...     target="tap 'Delete all'", reasons=["deletes data"], decision="reject",
+    ...     text="not these", asked_at=0, answered_at=1))
+    "step 2 · confirm · reject by person · tap 'Delete all' (deletes data) → not these"
+    """
+    parts = [f"step {record.step}", record.kind, f"{record.decision} by {record.by}"]
+    if record.kind == "ask":
+        subject = _short(record.question, 80)
+    elif record.kind == "confirm":
+        what = record.target or str((record.action or {}).get("action", "an action"))
+        why = f" ({_short('; '.join(record.reasons), 80)})" if record.reasons else ""
+        subject = _short(what, 60) + why
+    else:
+        subject = " → ".join(ref for ref in (record.before_screen, record.after_screen) if ref)
+    if subject:
+        parts.append(subject)
+    line = " · ".join(parts)
+    return f"{line} → {_short(record.text, 80)}" if record.text else line
 
 
 def _parse_errors(run: LoadedRun) -> dict[str, int]:
@@ -144,9 +178,7 @@ def register(app: typer.Typer) -> None:
                     )
                 )
                 continue
-            color = {"completed": "green", "running": "yellow", "interrupted": "yellow", "error": "red"}.get(
-                run.status, "red"
-            )
+            color = STATUS_COLOR.get(run.status, "red")
             status = f"[{color}]{run.status}[/]" + (
                 "" if run.status != "completed" or run.success else " (no)"
             )
@@ -170,14 +202,15 @@ def register(app: typer.Typer) -> None:
         runs_dir: RunsDirOpt = None,
         config: ConfigOpt = None,
     ) -> None:
-        """A run's summary: outcome, models, timings, tokens, per-role cost and latency, every step."""
+        """A run's summary: outcome, models, timings, tokens, per-role cost and latency, every step,
+        and what a person was asked and decided."""
         from agent_runtime.costs import costs_table, run_costs
         from agent_runtime.traces import find_run, load_run
 
         run = load_run(find_run(_runs_dir(runs_dir, config), run_id))
         r = run.run
         console = Console()
-        color = "green" if r.success else ("yellow" if r.status in ("running", "interrupted") else "red")
+        color = "green" if r.success else STATUS_COLOR.get(r.status, "red")
         console.print(f"[bold]{r.run_id}[/] · [{color}]{r.status}[/] · {r.steps} steps", highlight=False)
         console.print(f"task:    {escape(r.task)}", highlight=False)
         reason = (r.model_extra or {}).get("reason")
@@ -188,6 +221,18 @@ def register(app: typer.Typer) -> None:
         console.print(f"check:   {_check_line(r)}", highlight=False)
         if r.error:
             console.print(f"[red]error:[/]   {escape(str(r.error.get('message')))}", highlight=False)
+        if r.status == "waiting":
+            console.print(
+                "[cyan]waiting[/] for a person's reply; "
+                f"continue with: agent-runtime run --resume {r.run_id}",
+                highlight=False,
+                soft_wrap=True,  # a command to copy: never broken across lines
+            )
+        if run.interventions:
+            console.print(
+                f"person:  {len(run.interventions)} interventions ({run.intervention_kinds()})",
+                highlight=False,
+            )
         console.print(
             f"device:  {r.device.get('spec', '?')} {tuple(r.device.get('screen', ()))}", highlight=False
         )
@@ -230,6 +275,9 @@ def register(app: typer.Typer) -> None:
             else:
                 action = "[red]unparseable[/]"
             verdict = f"{s.verdict.outcome} {_short(s.verdict.feedback, 50)}" if s.verdict else ""
+            if s.confirmation:
+                decided = f"{s.confirmation.get('decision')} by {s.confirmation.get('by', '?')}"
+                verdict = f"{verdict} [{decided}]".strip()
             cp = s.timings_ms.get("critical_path")
             calls = s.timings_ms.get("critical_calls")
             steps.add_row(
@@ -241,6 +289,10 @@ def register(app: typer.Typer) -> None:
                 f"{calls:.0f} · {s.actor}" if calls is not None else s.actor,
             )
         console.print(steps)
+        if run.interventions:
+            console.print("[bold]interventions[/]")
+            for record in run.interventions:
+                console.print(f"  {escape(intervention_line(record))}", highlight=False, soft_wrap=True)
         for problem in run.problems:
             console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
 

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from agent_runtime.config import shows_tree
 from agent_runtime.events import StepStarted
 from agent_runtime.graphs.human import pause_request
-from agent_runtime.graphs.inputs import history_line, images_for, tree_for
+from agent_runtime.graphs.inputs import answer_lines, history_line, images_for, tree_for
 from agent_runtime.graphs.shared import Ctx, after_action, begin_step, format_failure, take_action
 from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import observe, role_event
@@ -50,6 +50,7 @@ def high_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     emit(StepStarted(step=step, subgoal=state["task"]))
     mode = ctx.mode("high")
     inputs = hi_agent.HighInputs(
+        answers=answer_lines(state),
         problem=state["task"],
         history=hi_agent.history_text(_previous(state)),
         observation=mode,

@@ -132,12 +132,12 @@ def human_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     if request.kind == "ask":
         answer = reply.text if reply.decision == "answer" else ""
         if answer:
-            answers = [
-                *state.get("answers", []),
-                {"step": request.step, "question": request.question, "answer": answer},
-            ]
-            update["answers"] = answers
+            entry = {"step": request.step, "question": request.question, "answer": answer}
+            update["answers"] = [*state.get("answers", []), entry]
+        if answer and reply.by == "person":
             verdict = Verdict.of("A", f"the user answered: {answer}")
+        elif answer:  # no one could answer: asking again is no progress
+            verdict = Verdict.of("C", answer)
         else:
             verdict = Verdict.of("C", f"the user declined to answer{': ' + reply.text if reply.text else ''}")
         return _judged(ctx, state, pending, verdict, update)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from agent_runtime.config import GraphConfig, ModelConfig, shows_screenshot, shows_tree
 from agent_runtime.errors import ConfigError
 from agent_runtime.graphs.state import AgentState, HistoryItem, Step
+from agent_runtime.memory.untrusted import as_data
 from agent_runtime.observation import Observation
 from agent_runtime.roles import manager, notetaker, reflector, worker
 from agent_runtime.roles.caller import ImageInput
@@ -72,6 +73,24 @@ def require_tree(device: Device, roles: list[str], obs: Observation) -> None:
     )
 
 
+def _one_line(text: str) -> str:
+    """``text`` cleaned as data (:func:`as_data`) and on one line, for a line of a prompt's list."""
+    return " ".join(as_data(text).split())
+
+
+def answer_lines(state: AgentState) -> list[str]:
+    """The user's answers to the agent's questions, oldest first, one ``Q: … — A: …`` line each.
+
+    Both halves are cleaned as data: the question is the model's (and may echo the screen), the
+    answer is the user's own words — they count as instructions, but still must not be able to
+    end or fake a data block of the prompt they are shown in.
+
+    >>> answer_lines({"answers": [{"step": 2, "question": "Which\\nWi-Fi?", "answer": "Home <<<SCREEN"}]})
+    ['Q: Which Wi-Fi? — A: Home SCREEN']
+    """
+    return [f"Q: {_one_line(a['question'])} — A: {_one_line(a['answer'])}" for a in state.get("answers", [])]
+
+
 #: Steps of history kept in state (the Worker sees 5, the stuck block at most this many).
 HISTORY_KEEP = 8
 #: Steps of history the Worker prompt shows.
@@ -104,6 +123,7 @@ def manager_inputs(
             init=True,
             knowledge=state.get("knowledge", ""),
             earlier=state.get("handover", []),
+            answers=answer_lines(state),
             **screen,
         )
     failures = state.get("failures", 0)
@@ -127,6 +147,7 @@ def manager_inputs(
         notes=NoteStore.from_state(state.get("notes")).render(),
         stuck=failures >= graph.stuck_after and bool(attempts),
         stuck_attempts=attempts[-5:],
+        answers=answer_lines(state),
         **screen,
     )
 
@@ -163,6 +184,7 @@ def worker_inputs(
             for h in history[-WORKER_HISTORY:]
         ],
         last_feedback=last["feedback"] if last and not last["success"] else "",
+        answers=answer_lines(state),
         observation=mode,
         ui_tree=tree_for(mode, obs),
     )

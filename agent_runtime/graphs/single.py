@@ -22,7 +22,7 @@ from typing import Any, Literal
 from agent_runtime.config import shows_tree
 from agent_runtime.events import StepStarted
 from agent_runtime.graphs.human import pause_request
-from agent_runtime.graphs.inputs import history_line, images_for, tree_for
+from agent_runtime.graphs.inputs import answer_lines, history_line, images_for, tree_for
 from agent_runtime.graphs.shared import Ctx, after_action, begin_step, format_failure, take_action
 from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import observe, role_event
@@ -54,6 +54,7 @@ def single_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     mode = ctx.mode("single")
     cfg = ctx.model("single")
     inputs = gui_owl.GuiOwlInputs(
+        answers=answer_lines(state),
         task=state["task"],
         tools=gui_owl.tools_json(ctx.platform, screen_note(cfg.coords, obs.size, cfg.budget, mode), mode),
         history=_history(state),

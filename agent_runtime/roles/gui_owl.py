@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from agent_runtime.config import shows_tree
 from agent_runtime.observation import Observation
 from agent_runtime.role_outputs import WorkerOutput
-from agent_runtime.roles.worker import parse_worker
+from agent_runtime.roles.worker import INTERACT_DESCRIPTION, parse_worker
 
 TEMPLATE = "gui_owl.j2"
 SYSTEM_TEMPLATE = "gui_owl_system.j2"
@@ -44,7 +44,7 @@ ACTIONS: dict[str, dict[str, str]] = {
         "open": "Open an application on the device specified by text.",
         "wait": "Wait for a specified number of seconds for changes to occur.",
         "terminate": "Terminate the current task and report its completion status: success or failure.",
-        "interact": "Ask the user a question (text) when the task cannot go on without their answer.",
+        "interact": INTERACT_DESCRIPTION,
     },
     "desktop": {
         "key": "Performs key down presses on the arguments passed in order, then performs key releases "
@@ -66,7 +66,7 @@ ACTIONS: dict[str, dict[str, str]] = {
         "wait": "Wait specified seconds for the change to happen.",
         "terminate": "Terminate the current task and report its completion status.",
         "answer": "Output the specified answer.",
-        "interact": "Ask the user a question (text) when the task cannot go on without their answer.",
+        "interact": INTERACT_DESCRIPTION,
     },
 }
 #: The names in :data:`ACTIONS` as the action parser reads them.
@@ -151,6 +151,9 @@ class GuiOwlInputs(BaseModel):
     task: str
     tools: str
     history: list[str] = Field(default_factory=list, description="one 'StepN: …' line per earlier step")
+    answers: list[str] = Field(
+        default_factory=list, description="the user's answers to the agent's questions, 'Q: … — A: …'"
+    )
     observation: str = "screenshot"
     ui_tree: str = ""
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agent_runtime.errors import ParseError
 from agent_runtime.role_outputs import SubgoalOutput
@@ -41,6 +41,9 @@ class HighInputs(BaseModel):
     """Everything ``hi_agent_high.j2`` renders."""
 
     problem: str
+    answers: list[str] = Field(
+        default_factory=list, description="the user's answers to the agent's questions, 'Q: … — A: …'"
+    )
     history: str = "none"
     observation: str = "screenshot"
     ui_tree: str = ""

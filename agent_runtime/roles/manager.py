@@ -56,6 +56,9 @@ class ManagerInputs(BaseModel):
     notes: str = ""
     stuck: bool = False
     stuck_attempts: list[StuckAttempt] = Field(default_factory=list)
+    answers: list[str] = Field(
+        default_factory=list, description="the user's answers to the agent's questions, 'Q: … — A: …'"
+    )
     observation: str = Field("screenshot", description="screenshot | ui_tree | both")
     ui_tree: str = Field("", description="the indexed UI tree (ui_tree/both modes)")
 

@@ -7,7 +7,11 @@ a hole in it. ``[roles.worker] prompt = "my_worker.j2"`` replaces the built-in t
 Two built-in sets exist, chosen by a model's ``prompts`` setting: ``full`` (the Mobile-Agent-v3
 prompts, for VLMs and large LMs) and ``compact`` (``prompts/compact/``: the same inputs and reply
 format in a fraction of the tokens, for small text-only models whose CPU cost is the prompt).
-Templates may use the ``compact_rows`` filter to shorten an indexed UI tree.
+Templates may use the ``compact_rows`` filter to shorten an indexed UI tree, and must pass what
+the screen shows through ``screen_data`` (:func:`~agent_runtime.memory.untrusted.as_data`) inside
+its block between the ``SCREEN`` markers: screen text comes from apps, web pages and other
+people, and nothing in it may end the block or fake one. The tree text itself (``tree_text``) stays raw,
+since demos, trainers and ``compact_rows`` read it as it is.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 import jinja2
 
 from agent_runtime.errors import ConfigError
+from agent_runtime.memory.untrusted import as_data
 from agent_runtime.observation import compact_rows
 
 _PROMPTS_PACKAGE = "agent_runtime.roles"
@@ -36,6 +41,7 @@ def _environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters["compact_rows"] = compact_rows
+    env.filters["screen_data"] = as_data
     return env
 
 

@@ -29,6 +29,11 @@ TEMPLATE = "worker.j2"
 SECTIONS = ("Thought", "Action", "Description")
 _HEADINGS = ("Thought", "Action", "Description", "Summary")
 _ACTION_HINT = 'write one object under ### Action ###, e.g. {"action": "click", "coordinate": [x, y]}'
+#: What asking the user does, in every prompt that offers it (the Worker's list, GUI-Owl's tools).
+INTERACT_DESCRIPTION = (
+    "Ask the user a question (text) when the task cannot go on without information or a decision "
+    "only they can give; the run pauses for their answer."
+)
 _TAG = re.compile(r"<(?P<tag>thinking|think|tool_call|conclusion)>(?P<body>.*?)(?:</(?P=tag)>|$)", re.DOTALL)
 
 
@@ -73,6 +78,11 @@ _SPECS: dict[str, ActionSpec] = {
         ),
         ActionSpec(
             name="wait", signature='{"action": "wait", "time": seconds}', description="Wait for the screen."
+        ),
+        ActionSpec(
+            name="interact",
+            signature='{"action": "interact", "text": "..."}',
+            description=INTERACT_DESCRIPTION,
         ),
         ActionSpec(
             name="answer",
@@ -132,6 +142,7 @@ PLATFORM_ACTIONS: dict[str, tuple[str, ...]] = {
         "system_button",
         "open_app",
         "wait",
+        "interact",
         "answer",
         "terminate",
     ),
@@ -146,6 +157,7 @@ PLATFORM_ACTIONS: dict[str, tuple[str, ...]] = {
         "type",
         "key",
         "wait",
+        "interact",
         "answer",
         "terminate",
     ),
@@ -251,6 +263,9 @@ class WorkerInputs(BaseModel):
     actions: list[ActionSpec]
     history: list[HistoryEntry] = Field(default_factory=list)
     last_feedback: str = ""
+    answers: list[str] = Field(
+        default_factory=list, description="the user's answers to the agent's questions, 'Q: … — A: …'"
+    )
     observation: str = Field("screenshot", description="screenshot | ui_tree | both")
     ui_tree: str = Field("", description="the indexed UI tree (ui_tree/both modes)")
 

@@ -4,8 +4,11 @@ A run page holds, per step, the screenshot before and after (embedded as ``data:
 file works offline and can be mailed around) with the executed action drawn over the *before*
 screen (a circle for a tap, an arrow for a swipe or drag, the text for typing), the subgoal,
 every role call of the step (prompt and reply collapsible, re-asks and parse errors shown), the
-verdict, notes, timings and tokens, and a timeline of the per-step critical path. Two filters
-(failed steps only; one role's calls) are plain inline JavaScript — the page loads nothing.
+verdict, notes, timings and tokens, and a timeline of the per-step critical path. What a person
+was asked and decided (interventions.jsonl) shows at its step: a question with its answer, a
+confirmation with its decision and reasons, a takeover with the screens it began and ended on —
+and the step's own ``confirmation`` as a badge. Three filters (failed steps only; steps a person
+was in; one role's calls) are plain inline JavaScript — the page loads nothing.
 
 Everything in a trace is untrusted text (model replies, on-screen text), so the templates render
 with Jinja autoescaping on; a screenshot ref is read only from inside its run directory
@@ -31,6 +34,7 @@ from agent_runtime.costs import format_money, run_costs
 from agent_runtime.errors import AgentRuntimeError, TraceError
 from agent_runtime.traces import (
     CallRecord,
+    InterventionRecord,
     LoadedRun,
     RunRecord,
     StepRecord,
@@ -201,6 +205,36 @@ def _call_view(call: CallRecord) -> CallView:
     return CallView(call=call, messages=messages, parsed=_json(call.parsed))
 
 
+#: A decision's css class: what went ahead, what was stopped, what a person did instead.
+_DECISION_CLASS = {"approve": "ok", "answer": "ok", "resume": "ok", "reject": "bad", "takeover": "warn"}
+#: A decision as the page says it (an unknown one as it was recorded).
+_DECIDED = {
+    "approve": "approved",
+    "reject": "rejected",
+    "takeover": "taken over",
+    "answer": "answered",
+    "resume": "handed back",
+}
+
+
+def _decided(decision: Any) -> str:
+    return _DECIDED.get(str(decision), str(decision))
+
+
+@dataclass(frozen=True)
+class InterventionView:
+    """One settled request of a person. ``before``/``after`` are set for a takeover segment (the
+    record has an ``after_screen``): the screens the person was handed and left."""
+
+    record: InterventionRecord
+    anchor: str
+    css: str
+    action: str
+    waited_s: float
+    before: Shot | None = None
+    after: Shot | None = None
+
+
 @dataclass(frozen=True)
 class StepView:
     step: StepRecord
@@ -212,6 +246,12 @@ class StepView:
     action: str
     action_screen: str
     parts: list[tuple[str, float]]
+    interventions: list[InterventionView] = field(default_factory=list)
+
+    @property
+    def confirmation_css(self) -> str:
+        decision = (self.step.confirmation or {}).get("decision")
+        return _DECISION_CLASS.get(str(decision), "")
 
 
 def _failed(step: StepRecord) -> bool:
@@ -226,21 +266,40 @@ def _screen_size(run: RunRecord) -> tuple[int, int]:
     return 0, 0
 
 
+class _Shots:
+    """The screenshots embedded so far, by ref: a step's after-screen is the next step's
+    before-screen (and a takeover's screens are its step's), each read and encoded once."""
+
+    def __init__(self, run: LoadedRun, screen: tuple[int, int]) -> None:
+        self.run, self.screen = run, screen
+        self._by_ref: dict[str | None, Shot] = {}
+
+    def __call__(self, ref: str | None) -> Shot:
+        if ref not in self._by_ref:
+            self._by_ref[ref] = _shot(self.run, ref, self.screen)
+        return self._by_ref[ref]
+
+
+def _intervention_view(record: InterventionRecord, index: int, shot: _Shots) -> InterventionView:
+    segment = record.after_screen is not None
+    return InterventionView(
+        record=record,
+        anchor=f"intervention-{index}",
+        css=_DECISION_CLASS.get(record.decision, ""),
+        action=_json(record.action, indent=None),
+        waited_s=max(0.0, record.answered_at - record.asked_at),
+        before=shot(record.before_screen) if segment else None,
+        after=shot(record.after_screen) if segment else None,
+    )
+
+
 def _step_view(
-    run: LoadedRun,
     step: StepRecord,
     calls: list[CallRecord],
-    screen: tuple[int, int],
-    shots: dict[str | None, Shot],
+    interventions: list[InterventionView],
+    shot: _Shots,
 ) -> StepView:
-    """``shots``: the screenshots embedded so far, by ref — a step's after-screen is the next
-    step's before-screen, read and encoded once."""
-
-    def shot(ref: str | None) -> Shot:
-        if ref not in shots:
-            shots[ref] = _shot(run, ref, screen)
-        return shots[ref]
-
+    screen = shot.screen
     before = shot(step.before_screen)
     image = (before.width, before.height) if before.width else screen
     overlay = action_overlay(step.action_screen, image, screen if screen[0] else image)
@@ -254,6 +313,7 @@ def _step_view(
         action=_json(step.action, indent=None),
         action_screen=_json(step.action_screen, indent=None) if step.action_screen != step.action else "",
         parts=[(k, v) for k, v in step.timings_ms.items() if k not in _DERIVED],
+        interventions=interventions,
     )
 
 
@@ -273,8 +333,13 @@ def render_run(run: LoadedRun) -> str:
     by_step: dict[int, list[CallRecord]] = {}
     for call in run.calls:
         by_step.setdefault(call.step, []).append(call)
-    shots: dict[str | None, Shot] = {}
-    steps = [_step_view(run, s, by_step.pop(s.step, []), screen, shots) for s in run.steps]
+    shot = _Shots(run, screen)
+    asked: dict[int, list[InterventionView]] = {}
+    for i, record in enumerate(run.interventions, start=1):
+        asked.setdefault(record.step, []).append(_intervention_view(record, i, shot))
+    steps = [_step_view(s, by_step.pop(s.step, []), asked.pop(s.step, []), shot) for s in run.steps]
+    # A request settled at a step that was never committed (the run ended or waits there).
+    uncommitted = [view for step in sorted(asked) for view in asked[step]]
     before_first = [_call_view(c) for c in by_step.pop(-1, [])]
     stray = [_call_view(c) for step in sorted(by_step) for c in by_step[step]]
     longest = max((s.step.timings_ms.get("critical_path", 0.0) for s in steps), default=0.0)
@@ -289,9 +354,14 @@ def render_run(run: LoadedRun) -> str:
             steps=steps,
             before_first=before_first,
             stray=stray,
+            uncommitted=uncommitted,
+            n_interventions=len(run.interventions),
+            intervention_kinds=run.intervention_kinds(),
             roles=roles,
             longest=longest or 1.0,
             check=_check(run.run),
+            status_css=_status_css(run.run),
+            decided=_decided,
             graph=(run.run.config.get("graph") or {}).get("kind", "mobile_agent_v3"),
             created=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.run.created_at)),
             n_calls=len(run.calls),
@@ -301,6 +371,14 @@ def render_run(run: LoadedRun) -> str:
             money=lambda amount: "" if amount is None else format_money(amount, costs.currency),
         )
     )
+
+
+def _status_css(run: RunRecord) -> str:
+    """A run that succeeded, one that may still go on (running, waiting for a person, stopped
+    resumably), and one that ended otherwise."""
+    if run.success:
+        return "ok"
+    return "warn" if run.status in ("running", "waiting", "interrupted") else "bad"
 
 
 def _write(path: Path, text: str) -> None:
@@ -352,6 +430,10 @@ def write_index(runs_dir: Path, out: Path | None = None) -> tuple[Path, list[Pat
         link = Path(os.path.relpath(page, target.parent)).as_posix()
         rows.append(IndexRow(run_id=record.run_id, link=link, run=record, check=_check(record)))
     rows.sort(key=lambda r: (r.run.created_at if r.run else 0.0, r.run_id))
-    html = _environment().get_template("index.html.j2").render(root=str(runs_dir), rows=rows)
+    html = (
+        _environment()
+        .get_template("index.html.j2")
+        .render(root=str(runs_dir), rows=rows, status_css=_status_css)
+    )
     _write(target, html)
     return target, pages

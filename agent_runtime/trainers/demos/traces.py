@@ -31,6 +31,7 @@ from agent_runtime.config import (
     PromptSet,
     RoleConfig,
     RuntimeConfig,
+    SafetyConfig,
 )
 from agent_runtime.errors import ConfigError
 from agent_runtime.runtime import Runtime
@@ -156,12 +157,15 @@ def _record(task: Task, options: DemoOptions, out: Path) -> tuple[Path, int, Ora
     )
     # Each planned step takes at most three steps (a wrong action, Back, the step itself): with
     # that budget, and repeats and failures never ending the run, the graph always lets the
-    # expert finish.
+    # expert finish. The action guard is off: a perturbation (a wrong tap, maybe on "Delete")
+    # must really run for the Reflector to teach its B/C verdict, and the expert's plan is
+    # scripted, not a model a screen could steer.
     budget = 3 * len(plan.steps) + 1
     config = RuntimeConfig(
         models={"default": model},
         roles={"rag": RoleConfig(enabled=False)},
         graph=GraphConfig(max_steps=budget, repeat_limit=budget + 1, give_up_after=budget),
+        safety=SafetyConfig(enabled=False),
     )
     try:
         result = Runtime(config, models=oracle_models(episode), runs_dir=out).run(task.goal, device=device)
