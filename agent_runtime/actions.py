@@ -465,6 +465,8 @@ def _normalise(obj: dict[str, Any]) -> dict[str, Any]:
         )
     kind = _ALIASES.get(kind.strip().lower(), kind.strip().lower())
     data["action"] = kind
+    # A role's own "ask the person first" flag (see agent_runtime.safety); the raw action keeps it.
+    data.pop("confirm", None)
     for old, new in _FIELD_ALIASES.items():
         if old in data and new not in data:
             data[new] = data.pop(old)

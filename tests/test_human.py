@@ -393,3 +393,32 @@ def test_cli_json_is_unattended_and_no_prompt_is_shown(tmp_path: Path) -> None:
     out = json.loads(p.stdout)
     [record] = load_run(tmp_path / out["run_dir"]).interventions
     assert (record.decision, record.by) == ("approve", "guard")
+
+
+# -- the roles' own flags ---------------------------------------------------------------------
+@pytest.mark.parametrize("flag", ["worker", "manager"])
+def test_the_worker_or_the_manager_can_ask_for_a_confirmation(tmp_path: Path, flag: str) -> None:
+    """An action no rule finds sensitive (opening Clock in a Clock task) waits for the person when
+    the Worker writes "confirm": true, or the Manager's subgoal starts with [confirm]."""
+    from tests.doubles import reflector_reply, worker_reply
+
+    subgoal = "[confirm] Open Clock" if flag == "manager" else "Open Clock"
+    action = {"action": "open_app", "text": "Clock", **({"confirm": True} if flag == "worker" else {})}
+    script = {
+        "manager": lambda c: manager_reply([subgoal]) if c.index == 0 else manager_reply("Finished"),
+        "worker": worker_reply(action, "open Clock"),
+        "reflector": reflector_reply("A"),
+    }
+    runtime, _ = team(tmp_path, script)
+    asked: list[InputRequest] = []
+
+    def decide(request: InputRequest) -> InputReply:
+        asked.append(request)
+        return InputReply.approve()
+
+    result = runtime.run("Turn off the 10:05 PM alarm", device="simphone:1", on_input=decide)
+    assert [r.kind for r in asked] == ["confirm"] and asked[0].off_task == []
+    who = "Worker" if flag == "worker" else "Manager"
+    assert asked[0].sensitive == [f"flagged by the {who}"]
+    step = next(s for s in load_run(result.run_dir).steps if s.confirmation)
+    assert step.action_result is not None and step.action_result["ok"]

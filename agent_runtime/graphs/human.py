@@ -27,7 +27,7 @@ from agent_runtime.actions import Action
 from agent_runtime.control import InputReply, InputRequest, unattended_reply
 from agent_runtime.events import InputAnswered
 from agent_runtime.graphs.context import RunContext
-from agent_runtime.graphs.shared import TEAM, Ctx
+from agent_runtime.graphs.shared import TEAM, WHO, Ctx
 from agent_runtime.graphs.state import AgentState, Step
 from agent_runtime.graphs.steps import account
 from agent_runtime.observation import Observation
@@ -57,13 +57,12 @@ def confirmation_request(
     safety = ctx.config.safety
     if not safety.enabled or safety.ask == "never":
         return None
-    flagged = pending.subgoal if "[confirm]" in pending.subgoal.lower() else None
     found = assess(
         actions,
         screen=obs,
         task=state["task"],
         plan=[*state.get("plan", []), *state.get("completed", [])],
-        flagged_by="Manager" if flagged else None,
+        flagged_by=flagged_by(pending),
         config=safety,
     )
     if not (found.off_task if safety.ask == "off_task" else found.flagged):
@@ -79,6 +78,14 @@ def confirmation_request(
         off_task=found.off_task,
         screen=pending.before_screen,
     )
+
+
+def flagged_by(pending: Step) -> str | None:
+    """The role that asked for a confirmation itself: the acting role with ``"confirm": true`` in
+    its action, or the Manager with ``[confirm]`` in the subgoal."""
+    if pending.action is not None and pending.action.get("confirm") is True:
+        return WHO.get(pending.actor, pending.actor)
+    return "Manager" if "[confirm]" in pending.subgoal.lower() else None
 
 
 def pause_request(ctx: RunContext, state: AgentState) -> dict[str, Any] | None:
