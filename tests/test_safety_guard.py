@@ -212,11 +212,16 @@ def test_delete_in_a_task_that_never_deletes_is_off_task() -> None:
     assert check([TAP], button("Delete"), "Delete the alarm set for 2:45 PM.").off_task == []
 
 
-def test_the_plan_counts_like_the_task() -> None:
+def test_the_plan_names_apps_but_only_the_user_says_what_to_delete() -> None:
+    """A plan a hijacked Manager wrote cannot widen what may be deleted; it may name an app."""
     found = assess(
         [TAP], screen=button("Delete"), task="Tidy my notes", plan=["Delete the empty note"], config=CFG
     )
-    assert found.off_task == []
+    assert found.off_task == ['the task never asks to delete (tap on "Delete")']
+    opened = assess(
+        [OpenApp(text="Notes")], screen=None, task="Tidy up", plan=["Open Notes and tidy up"], config=CFG
+    )
+    assert opened.off_task == []
 
 
 # -- rule b: the recipient -------------------------------------------------------------------

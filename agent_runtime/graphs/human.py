@@ -60,7 +60,8 @@ def confirmation_request(
     found = assess(
         actions,
         screen=obs,
-        task=state["task"],
+        # The user's answers are their words too ("yes, send it to Ana").
+        task="\n".join([state["task"], *(a["answer"] for a in state.get("answers", []))]),
         plan=[*state.get("plan", []), *state.get("completed", [])],
         flagged_by=flagged_by(pending),
         config=safety,

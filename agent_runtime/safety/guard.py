@@ -439,12 +439,16 @@ def assess(
     config: SafetyConfig,
 ) -> Assessment:
     """Assess one step's screen-pixel ``actions`` (in order) on ``screen``, the observation
-    before them, against ``task`` and the Manager's ``plan``. A "type by index" arrives as a
-    click on the field and then the typing. Never raises on a missing or empty UI tree."""
+    before them, against ``task`` (the user's words: the request and their answers) and, for the
+    apps a run may open, the Manager's ``plan`` too. A "type by index" arrives as a click on the
+    field and then the typing. Never raises on a missing or empty UI tree."""
     if not config.enabled:
         return Assessment()
     elements = screen.elements if screen is not None else []
-    context = "\n".join([task, *plan])
+    # Only the user's words say what may be bought, sent, deleted or typed: a plan a hijacked
+    # Manager wrote cannot widen that. Which apps the run may go to, the plan can name too.
+    context = task
+    places = "\n".join([task, *plan])
     focused = next((e for e in elements if "focused" in e.flags), None)
     sensitive: list[str] = []
     off_task: list[str] = []
@@ -474,7 +478,7 @@ def assess(
             last_tap = None
         elif isinstance(action, OpenApp):
             targets.append(f"open {action.text}")
-            _check_open(action.text, context, config, sensitive, off_task)
+            _check_open(action.text, places, config, sensitive, off_task)
             last_tap = None
         else:
             targets.append(_describe(action))
