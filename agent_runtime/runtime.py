@@ -658,30 +658,16 @@ class Runtime:
             limit = (graph_input or app.get_state(graph_config).values).get("max_steps", plan.max_steps)
             graph_config["recursion_limit"] = limit * 6 + 20
             command: Any = graph_input
-            waiting: InputRequest | None = None
             if reply is not None:  # resume(run_id, reply=...): the answer to the pending request
                 pending = _pending_request(app.get_state(graph_config))
                 if pending is None:
-                    raise ConfigError(
-                        f"run {plan.run_id} is not waiting for a reply", hint="resume it without one"
+                    yield Notice(
+                        message="the run was not waiting for a reply; the reply is not used", level="warning"
                     )
-                command = Command(resume=reply.check(pending).model_dump(mode="json"))
-                ctx.replying = True
-            while True:
-                # The custom stream carries exactly what the nodes emitted: our events.
-                for event in app.stream(
-                    command, graph_config, context=ctx, stream_mode="custom", durability="sync"
-                ):
-                    yield cast(Event, event)
-                waiting = _pending_request(app.get_state(graph_config))
-                if waiting is None:
-                    break
-                answer = yield from self._person(waiting, on_input)
-                if answer is None:
-                    break  # no one answered: the run waits, resumable
-                waiting = None
-                command = Command(resume=answer.model_dump(mode="json"))
-                ctx.replying = True
+                else:
+                    command = Command(resume=reply.check(pending).model_dump(mode="json"))
+                    ctx.replying = True
+            waiting = yield from self._play(app, graph_config, ctx, command, on_input)
             final = app.get_state(graph_config).values
             ctx.close()
             if waiting is not None:
@@ -799,6 +785,28 @@ class Runtime:
             error=result.error,
         )
         return result
+
+    def _play(
+        self, app: Any, graph_config: RunnableConfig, ctx: RunContext, command: Any, on_input: OnInput | None
+    ) -> Generator[Event, None, InputRequest | None]:
+        """Stream the graph from ``command`` to its end, answering each request it stops on (its
+        ``human`` node's ``interrupt()``); returns the request no one answered, if it waits."""
+        from langgraph.types import Command
+
+        while True:
+            # The custom stream carries exactly what the nodes emitted: our events.
+            for event in app.stream(
+                command, graph_config, context=ctx, stream_mode="custom", durability="sync"
+            ):
+                yield cast(Event, event)
+            waiting = _pending_request(app.get_state(graph_config))
+            if waiting is None:
+                return None
+            answer = yield from self._person(waiting, on_input)
+            if answer is None:
+                return waiting  # the run waits, resumable
+            command = Command(resume=answer.model_dump(mode="json"))
+            ctx.replying = True
 
     def _person(
         self, request: InputRequest, on_input: OnInput | None
