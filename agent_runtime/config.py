@@ -779,4 +779,15 @@ experience = true
 langsmith = false             # true: send runs to LangSmith (LANGSMITH_ENDPOINT/API_KEY/PROJECT)
 screenshots = false           # with langsmith: send screenshots too
 otel = false                  # true: OpenTelemetry spans (extra `otel`; OTEL_EXPORTER_OTLP_ENDPOINT, …)
+
+# Who confirms what (docs/control.md). Sensitive taps (pay, buy, send, delete, install, allow…),
+# password fields and actions the guard finds off-task wait for you in `run`; with no one to ask
+# (eval, --json, rollouts) on-task ones run and off-task ones get `unattended`.
+[safety]
+ask = "sensitive"             # sensitive | off_task | never
+unattended = "deny"           # deny | approve (what --yes does)
+# [safety.apps."Shop"]        # per app, by label or package
+# words = ["add to cart"]     # more sensitive words in this app
+# topics = ["groceries"]      # task words that make opening it on-task
+# deny = true                 # opening it always needs you
 """
