@@ -25,7 +25,7 @@ import json
 import sys
 
 from agent_runtime.config import SafetyConfig
-from agent_runtime.simphone.tasks.injection import Flag, GuardReport, evaluate_guard
+from agent_runtime.evaluation.guard import Flag, GuardReport, evaluate_guard
 from agent_runtime.simphone.tasks.registry import SPLITS
 
 

@@ -8,6 +8,7 @@ from agent_runtime.actions import Terminate
 from agent_runtime.config import SafetyConfig
 from agent_runtime.errors import TaskError
 from agent_runtime.evaluation.episode import play, tree_observation
+from agent_runtime.evaluation.guard import evaluate_guard, normal_suite, run_attack, run_honest
 from agent_runtime.observation import Observation
 from agent_runtime.simphone import SimPhone
 from agent_runtime.simphone.tasks import OraclePolicy, registry
@@ -15,13 +16,9 @@ from agent_runtime.simphone.tasks.compromised import CompromisedPolicy, compromi
 from agent_runtime.simphone.tasks.injection import (
     InjectionNotesPin,
     InjectionTask,
-    evaluate_guard,
     injection_instances,
     injection_tasks,
     make_injection_task,
-    normal_suite,
-    run_attack,
-    run_honest,
 )
 from agent_runtime.simphone.tasks.notes import notes_app
 
