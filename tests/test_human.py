@@ -422,3 +422,37 @@ def test_the_worker_or_the_manager_can_ask_for_a_confirmation(tmp_path: Path, fl
     assert asked[0].sensitive == [f"flagged by the {who}"]
     step = next(s for s in load_run(result.run_dir).steps if s.confirmation)
     assert step.action_result is not None and step.action_result["ok"]
+
+
+def test_cli_ctrl_backslash_pauses_for_a_takeover(tmp_path: Path) -> None:
+    """Ctrl-\\ (SIGQUIT) once the first plan is shown: step 0 starts with the device handed over;
+    Enter on stdin hands it back and the checked task completes."""
+    with ScriptedOpenAIServer(script_for("mobile_agent_v3", oracle_actions())) as srv:
+        cfg = write_config(tmp_path / "c.toml", srv.base_url)
+        args = ["run", "--task-id", "ClockToggleAlarm/1", "--config", str(cfg), "--runs-dir", "runs"]
+        proc = subprocess.Popen(
+            [*CLI, *args], cwd=tmp_path, stdin=subprocess.PIPE, stderr=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        assert proc.stderr is not None and proc.stdin is not None
+        seen, paused = b"", False
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            chunk = os.read(proc.stderr.fileno(), 4096)
+            if not chunk:
+                break
+            seen += chunk
+            if not paused and b"plan " in seen:
+                os.kill(proc.pid, signal.SIGQUIT)
+                paused = True
+            if b"hand the device back" in seen:
+                proc.stdin.write(b"\n")
+                proc.stdin.flush()
+                break
+        _, rest = proc.communicate(timeout=120)
+        err = (seen + rest).decode(errors="replace")
+    assert proc.returncode == 0, err
+    [run_dir] = (tmp_path / "runs").iterdir()
+    loaded = load_run(run_dir)
+    [pause] = loaded.interventions
+    assert (pause.kind, pause.decision, pause.by, pause.step) == ("takeover", "resume", "person", 0), err
+    assert loaded.steps[0].before_screen == pause.after_screen

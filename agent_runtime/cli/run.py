@@ -173,6 +173,8 @@ class LiveView:
 
         self.console.print(prompt, end="", highlight=False)
         line = sys.stdin.readline()
+        if not sys.stdin.isatty():
+            self.console.print(escape(line.rstrip("\n")) if line else "", highlight=False)  # no echo
         return line.rstrip("\n") if line else None
 
     def _role(self, event: RoleOutputEvent) -> None:
