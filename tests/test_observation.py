@@ -103,7 +103,7 @@ def test_the_indexed_tree_is_built_once_and_rebuilt_for_a_changed_copy():
     assert bare.indexed_tree == "" and bare.elements == []
 
 
-@pytest.mark.parametrize("brk", ["\n", "\r\n", "\r", "\u2028", "\u2029", "\x85", "\x0b", "\x0c"])
+@pytest.mark.parametrize("brk", ["\n", "\r\n", "\r", "\u2028", "\u2029", "\x85"])
 def test_screen_text_cannot_forge_a_line_of_the_tree(brk: str) -> None:
     """A text with a line break followed by what looks like an element stays on its own line:
     the tree has one line per element, and the fake one is not an element."""
