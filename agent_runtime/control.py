@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_runtime.config import SafetyConfig
 from agent_runtime.errors import ConfigError
@@ -88,7 +88,7 @@ class InputReply(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     decision: Decision
-    text: str = Field("", description="the answer, or why the action was rejected")
+    text: str = Field("", max_length=10_000, description="the answer, or why the action was rejected")
     by: DecidedBy = "person"
 
     @classmethod
@@ -124,6 +124,21 @@ class InputReply(BaseModel):
         if self.decision == "answer" and not self.text.strip():
             raise ConfigError("the answer is empty", hint="reply with InputReply.answer(text)")
         return self
+
+
+def as_reply(value: object) -> InputReply:
+    """``value`` as a reply: an :class:`InputReply`, or its JSON form (a dict); anything else is a
+    :class:`ConfigError` saying what a reply is."""
+    if isinstance(value, InputReply):
+        return value
+    try:
+        return InputReply.model_validate(value)
+    except ValidationError as exc:
+        raise ConfigError(
+            f"not a reply to the run's request: {value!r:.80}",
+            hint="answer with InputReply.approve(), .reject(why), .takeover(), .answer(text) or .resume() "
+            f"({exc.errors()[0]['msg']})",
+        ) from None
 
 
 def unattended_reply(request: InputRequest, safety: SafetyConfig) -> InputReply:

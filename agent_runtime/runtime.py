@@ -62,7 +62,7 @@ from agent_runtime.config import (
     load_config,
     runs_directory,
 )
-from agent_runtime.control import InputReply, InputRequest
+from agent_runtime.control import InputReply, InputRequest, as_reply
 from agent_runtime.device import Device
 from agent_runtime.errors import AgentRuntimeError, ConfigError, TraceError
 from agent_runtime.events import Event, InputRequested, Notice, RunFinished, RunStarted
@@ -665,7 +665,7 @@ class Runtime:
                         message="the run was not waiting for a reply; the reply is not used", level="warning"
                     )
                 else:
-                    command = Command(resume=reply.check(pending).model_dump(mode="json"))
+                    command = Command(resume=as_reply(reply).check(pending).model_dump(mode="json"))
                     ctx.replying = True
             waiting = yield from self._play(app, graph_config, ctx, command, on_input)
             final = app.get_state(graph_config).values
@@ -815,11 +815,11 @@ class Runtime:
         :meth:`respond` left for it (None: no one answered)."""
         yield InputRequested(request=request)
         if on_input is not None:
-            answer: InputReply | None = on_input(request)
+            answer: object = on_input(request)
         else:
             with self._lock:
                 answer = self._replies.pop(request.id, None)
-        return answer.check(request) if answer is not None else None
+        return as_reply(answer).check(request) if answer is not None else None
 
     def _finish(
         self,

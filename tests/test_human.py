@@ -456,3 +456,15 @@ def test_cli_ctrl_backslash_pauses_for_a_takeover(tmp_path: Path) -> None:
     [pause] = loaded.interventions
     assert (pause.kind, pause.decision, pause.by, pause.step) == ("takeover", "resume", "person", 0), err
     assert loaded.steps[0].before_screen == pause.after_screen
+
+
+def test_a_bad_reply_from_on_input_is_a_clear_error_and_the_request_stays_pending(tmp_path: Path) -> None:
+    runtime, model = team(tmp_path, send_script())
+    task = send_task()
+    result = runtime.run(task.goal, device=f"simphone:{SEND_SEED}", on_input=lambda r: "yes")  # type: ignore[arg-type,return-value]
+    assert result.status == "error" and result.error is not None
+    assert "not a reply to the run's request: 'yes'" in result.error["message"]
+    assert "InputReply.approve()" in result.error["hint"]
+    again, _ = team(tmp_path, {}, model)
+    done = again.resume(result.run_id, on_input=lambda r: {"decision": "approve"})  # type: ignore[arg-type,return-value]
+    assert done.status == "completed" and done.verified is True
