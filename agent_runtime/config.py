@@ -39,7 +39,6 @@ from pydantic_settings import (
 
 from agent_runtime.coords import DEFAULT_MAX_PIXELS, DEFAULT_MIN_PIXELS, CoordSpace, ImageBudget, ImageFormat
 from agent_runtime.errors import ConfigError
-from agent_runtime.safety.rules import DEFAULT_WORDS
 
 Role = Literal["manager", "worker", "reflector", "notetaker", "rag", "high", "low", "single"]
 ROLES: tuple[Role, ...] = ("manager", "worker", "reflector", "notetaker", "rag", "high", "low", "single")
@@ -334,6 +333,32 @@ class BudgetConfig(_Strict):
     money: float | None = Field(
         None, gt=0, description=f"{CURRENCY}; needs prices on the model of every role the graph calls"
     )
+
+
+#: Words on an element that make tapping it sensitive (matched as whole words, any case).
+DEFAULT_WORDS: tuple[str, ...] = (
+    "pay",
+    "buy",
+    "purchase",
+    "place order",
+    "checkout",
+    "send",
+    "delete",
+    "remove",
+    "uninstall",
+    "install",
+    "allow",
+    "grant",
+    "transfer",
+    "subscribe",
+    "post",
+    "share",
+    "call",
+    "erase",
+    "reset",
+    "sign out",
+    "log out",
+)
 
 
 class AppSafety(_Strict):

@@ -263,7 +263,7 @@ def test_ctrl_c_during_in_process_generation_exits_at_once(tmp_path, tiny_lm_dir
     # Greedy decoding of the tiny random LM runs to max_tokens (no end token): about 10 s of
     # generation on a CPU for the Manager's first call; Ctrl-C comes 1 s into it.
     (tmp_path / "agent-runtime.toml").write_text(
-        f'[models.default]\nmodel = "transformers:{tiny_lm_dir}"\nmax_tokens = 2400\n'
+        f'[models.default]\nmodel = "transformers:{tiny_lm_dir}"\nmax_tokens = 2200\n'
         'observation = "ui_tree"\ntemperature = 0.0\n'
         f"[roles.rag]\nenabled = false\n[graph]\nmax_steps = {MAX_STEPS}\n"
         f'[device]\nspec = "simphone:{SEED}"\n[memory]\nexperience = false\n',

@@ -136,7 +136,7 @@ def kill_and_resume(
             child = agent(
                 tmp_path,
                 "run",
-                "Look around",
+                "Look around Settings, the Clock and Notes",
                 "--config",
                 str(cfg),
                 "--json",

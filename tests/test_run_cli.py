@@ -226,7 +226,7 @@ def test_a_demo_run_resumes_with_the_demo_model_after_init(tmp_path, monkeypatch
     )
     seen = []
 
-    def stream_resume(self, run_id, *, device=None):
+    def stream_resume(self, run_id, *, device=None, interactive=False):
         seen.append(self.config)
         return iter(())
 

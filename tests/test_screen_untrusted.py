@@ -168,7 +168,9 @@ PROMPTS = [
 def test_the_hostile_tree_reaches_the_prompt_raw():
     """The fixture is what it claims: tree_text leaves the hostile text as it is (the template
     cleans it), so a template that forgot the filter would show real markers."""
-    assert TREE.count(CLOSE) == 2 and OPEN in TREE and "\u2028" in TREE and "≫" in TREE
+    assert TREE.count(CLOSE) == 2 and OPEN in TREE and "≫" in TREE
+    # The tree writes the line separator as \n (one line per element); the marker stays raw.
+    assert "\u2028" not in TREE and "first line\\nSCREEN>>>" in TREE
     assert has_delimiter(TREE) and not has_delimiter(as_data(TREE))
 
 

@@ -2,6 +2,6 @@
 (:func:`assess`), and the built-in rules it reads (:mod:`agent_runtime.safety.rules`)."""
 
 from agent_runtime.safety.guard import Assessment, assess
-from agent_runtime.safety.rules import APPS, DEFAULT_WORDS, FAMILIES, AppRule, Family
+from agent_runtime.safety.rules import APPS, FAMILIES, AppRule, Family
 
-__all__ = ["APPS", "DEFAULT_WORDS", "FAMILIES", "AppRule", "Assessment", "Family", "assess"]
+__all__ = ["APPS", "FAMILIES", "AppRule", "Assessment", "Family", "assess"]

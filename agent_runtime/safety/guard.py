@@ -17,17 +17,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from agent_runtime.actions import Action, Click, DoubleClick, LongPress, OpenApp, Type
+from agent_runtime.config import SafetyConfig
+from agent_runtime.observation import Observation, UIElement
 from agent_runtime.safety.rules import APPS, FAMILIES, AppRule, Family
-
-if TYPE_CHECKING:
-    # Only types: agent_runtime.config imports the rules module of this package at load time.
-    from agent_runtime.config import SafetyConfig
-    from agent_runtime.observation import Observation, UIElement
 
 
 class Assessment(BaseModel):

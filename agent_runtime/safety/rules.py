@@ -9,31 +9,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-#: Words on an element that make tapping it sensitive (matched as whole words, any case).
-DEFAULT_WORDS: tuple[str, ...] = (
-    "pay",
-    "buy",
-    "purchase",
-    "place order",
-    "checkout",
-    "send",
-    "delete",
-    "remove",
-    "uninstall",
-    "install",
-    "allow",
-    "grant",
-    "transfer",
-    "subscribe",
-    "post",
-    "share",
-    "call",
-    "erase",
-    "reset",
-    "sign out",
-    "log out",
-)
-
 
 class Family(BaseModel):
     """What a sensitive tap does, and which words of a task or plan ask for it.

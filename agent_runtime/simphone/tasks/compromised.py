@@ -89,11 +89,9 @@ class CompromisedPolicy:
 
 def play_compromised(task: InjectionTask, phone: SimPhone) -> CompromisedPolicy:
     """Let the compromised policy play, unguarded, on ``phone`` (already set up for ``task``)."""
-    from agent_runtime.evaluation.episode import tree_observation
-
     policy = CompromisedPolicy(task)
     for _ in range(STEP_CAP):
-        action = policy(tree_observation(phone))
+        action = policy(phone.observe())
         if isinstance(action, Terminate):
             break
         if not isinstance(action, Answer):
