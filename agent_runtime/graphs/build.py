@@ -28,7 +28,7 @@ from agent_runtime.config import GRAPH_KINDS, GraphKind
 from agent_runtime.errors import ConfigError
 from agent_runtime.graphs import hi_agent, single
 from agent_runtime.graphs.context import RunContext
-from agent_runtime.graphs.human import human_node, route_after_human
+from agent_runtime.graphs.human import human_node, pausable, route_after_human
 from agent_runtime.graphs.mobile_agent_v3 import add_team
 from agent_runtime.graphs.shared import (
     TEAM,
@@ -72,7 +72,7 @@ def build_graph(
         return g.compile(checkpointer=checkpointer)
     g.add_node("advance", advance_node)
     if kind == "hi_agent":
-        g.add_node("high", hi_agent.high_node)
+        g.add_node("high", pausable(hi_agent.high_node))
         g.add_node("low", hi_agent.low_node)
         g.add_edge(START, "high")
         g.add_conditional_edges("high", hi_agent.route_after_high, ["low", "human", "advance"])
@@ -81,7 +81,7 @@ def build_graph(
         g.add_conditional_edges("reflect", route_after_reflect, ["advance"])
         g.add_conditional_edges("advance", route_after_advance, ["high", "finish"])
     else:
-        g.add_node("single", single.single_node)
+        g.add_node("single", pausable(single.single_node))
         g.add_edge(START, "single")
         g.add_conditional_edges("single", single.route_after_single, ["execute", "human", "advance"])
         after_human = (

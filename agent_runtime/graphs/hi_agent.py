@@ -23,7 +23,6 @@ from typing import Any, Literal
 
 from agent_runtime.config import shows_tree
 from agent_runtime.events import StepStarted
-from agent_runtime.graphs.human import pause_request
 from agent_runtime.graphs.inputs import answer_lines, history_line, images_for, tree_for
 from agent_runtime.graphs.shared import Ctx, after_action, begin_step, format_failure, take_action
 from agent_runtime.graphs.state import AgentState
@@ -43,8 +42,6 @@ def _previous(state: AgentState) -> list[str]:
 def high_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     """π_h: the next subgoal instruction for the current screen."""
     ctx, emit = runtime.context, runtime.stream_writer
-    if (paused := pause_request(ctx, state)) is not None:
-        return {"request": paused}
     obs, ref = observe(ctx, state)
     step = state.get("step", 0)
     emit(StepStarted(step=step, subgoal=state["task"]))

@@ -19,7 +19,8 @@ before the ``interrupt()`` call, because LangGraph re-runs the node from its sta
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from functools import wraps
+from typing import Any, Literal, Protocol
 
 from langgraph.types import interrupt
 
@@ -89,11 +90,28 @@ def flagged_by(pending: Step) -> str | None:
     return "Manager" if "[confirm]" in pending.subgoal.lower() else None
 
 
-def pause_request(ctx: RunContext, state: AgentState) -> dict[str, Any] | None:
-    """At the start of a step: the takeover request when the person asked for a pause."""
-    if not ctx.take_pause():
-        return None
-    return _request(ctx, state, state.get("step", 0), kind="takeover", screen=state.get("screen"))
+class Node(Protocol):
+    """A graph node of this runtime (LangGraph passes ``runtime`` by that name)."""
+
+    def __call__(self, state: AgentState, runtime: Ctx) -> dict[str, Any]: ...
+
+
+def pausable(node: Node) -> Node:
+    """``node`` (the node a step starts at) after a look for a pause: when the person asked for
+    one, the step does not start; the run goes to ``human`` with a takeover request instead."""
+
+    @wraps(node)
+    def start(state: AgentState, runtime: Ctx) -> dict[str, Any]:
+        ctx = runtime.context
+        if ctx.take_pause():
+            return {
+                "request": _request(
+                    ctx, state, state.get("step", 0), kind="takeover", screen=state.get("screen")
+                )
+            }
+        return node(state, runtime)
+
+    return start
 
 
 def human_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from langgraph.graph import StateGraph
 from agent_runtime.config import shows_tree
 from agent_runtime.costs import spent_budget
 from agent_runtime.events import Notice, RoleOutputEvent, StepStarted
-from agent_runtime.graphs.human import pause_request
+from agent_runtime.graphs.human import pausable
 from agent_runtime.graphs.inputs import images_for, manager_inputs, worker_inputs
 from agent_runtime.graphs.shared import TEAM, Ctx, after_action, begin_step, format_failure, take_action
 from agent_runtime.graphs.state import AgentState
@@ -119,8 +119,6 @@ def plan_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
 def act_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     """``A_t ← W(I, S_t, SS_t, F_{t-1}, N_t)``; answer/terminate/repeat end the run."""
     ctx, emit = runtime.context, runtime.stream_writer
-    if (paused := pause_request(ctx, state)) is not None:
-        return {"request": paused}
     obs, ref = observe(ctx, state)
     step = state.get("step", 0)
     plan = state.get("plan", [])
@@ -188,7 +186,7 @@ def add_team(g: StateGraph[Any, Any, Any, Any]) -> None:
     ``finish``); the graph enters it at ``rag``."""
     g.add_node("rag", rag_node)
     g.add_node("plan", plan_node)
-    g.add_node("act", act_node)
+    g.add_node("act", pausable(act_node))
     g.add_edge("rag", "plan")
     g.add_conditional_edges("plan", route_after_plan, ["act", "finish"])
     g.add_conditional_edges("act", route_after_act, ["execute", "human", "plan", "finish"])

@@ -21,7 +21,6 @@ from typing import Any, Literal
 
 from agent_runtime.config import shows_tree
 from agent_runtime.events import StepStarted
-from agent_runtime.graphs.human import pause_request
 from agent_runtime.graphs.inputs import answer_lines, history_line, images_for, tree_for
 from agent_runtime.graphs.shared import Ctx, after_action, begin_step, format_failure, take_action
 from agent_runtime.graphs.state import AgentState
@@ -45,8 +44,6 @@ def _history(state: AgentState) -> list[str]:
 def single_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     """The one model call of a step: thinking, a tool call, a conclusion."""
     ctx, emit = runtime.context, runtime.stream_writer
-    if (paused := pause_request(ctx, state)) is not None:
-        return {"request": paused}
     obs, ref = observe(ctx, state)
     step = state.get("step", 0)
     emit(StepStarted(step=step, subgoal=state["task"]))
