@@ -144,19 +144,7 @@ def _named(who: str, context: str) -> bool:
 # -- apps -------------------------------------------------------------------------------------
 
 
-class _App(BaseModel):
-    """A built-in app rule with the user's config merged over it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    label: str
-    names: tuple[str, ...] = ()
-    words: tuple[str, ...] = ()
-    topics: tuple[str, ...] = ()
-    deny: bool = False
-
-
-def _app(name: str, config: SafetyConfig) -> _App:
+def _app(name: str, config: SafetyConfig) -> AppRule:
     """The rule for the app called or packaged ``name``: the built-in one (if any) with every
     config entry keyed by one of its names merged in (words and topics added, deny from either)."""
     key = name.strip().lower()
@@ -171,7 +159,7 @@ def _app(name: str, config: SafetyConfig) -> _App:
             words += extra.words
             topics += extra.topics
             deny = deny or extra.deny
-    return _App(label=base.label, names=base.names, words=tuple(words), topics=tuple(topics), deny=deny)
+    return base.model_copy(update={"words": tuple(words), "topics": tuple(topics), "deny": deny})
 
 
 # -- the screen -------------------------------------------------------------------------------
