@@ -802,7 +802,9 @@ class Runtime:
             waiting = _pending_request(app.get_state(graph_config))
             if waiting is None:
                 return None
+            asked = time.monotonic()
             answer = yield from self._person(waiting, on_input)
+            ctx.started += time.monotonic() - asked  # a time budget does not count the person's time
             if answer is None:
                 return waiting  # the run waits, resumable
             command = Command(resume=answer.model_dump(mode="json"))

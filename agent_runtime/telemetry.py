@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
     from agent_runtime.config import RuntimeConfig
-    from agent_runtime.traces import CallRecord, RunRecord, StepRecord, Usage
+    from agent_runtime.traces import CallRecord, InterventionRecord, RunRecord, StepRecord, Usage
 
 #: The environment variable of the GenAI conventions that allows prompts and replies in spans.
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -323,6 +323,7 @@ class RunTelemetry:
                     "agent_runtime.verdict.outcome": verdict.outcome if verdict is not None else None,
                     "agent_runtime.verdict.success": verdict.success if verdict is not None else None,
                     "agent_runtime.format_failure": record.format_failure,
+                    "agent_runtime.confirmation": (record.confirmation or {}).get("decision"),
                     "agent_runtime.critical_path_ms": t.get("critical_path"),
                     "agent_runtime.critical_calls": int(t["critical_calls"])
                     if "critical_calls" in t
@@ -335,6 +336,28 @@ class RunTelemetry:
             start = max(acted) if acted else now - t.get("critical_path", 0.0) / 1000
             self._device_span(record, span, start)
         span.end(end_time=_ns(now))
+
+    def intervention(self, record: InterventionRecord) -> None:
+        """What a person was asked and decided: an ``agent_runtime.person {kind}`` span under its
+        step's span, from the request to the reply (the time the run waited for them)."""
+        with self._lock:
+            parent = self._step_span(record.step, record.asked_at)
+        span = self.tracer.start_span(
+            f"agent_runtime.person {record.kind}",
+            context=self._context(parent),
+            attributes=self._attrs(
+                {
+                    "agent_runtime.step": record.step,
+                    "agent_runtime.request_id": record.request_id,
+                    "agent_runtime.person.decision": record.decision,
+                    "agent_runtime.person.by": record.by,
+                    "agent_runtime.person.target": record.target or None,
+                    "agent_runtime.person.reasons": list(record.reasons) or None,
+                }
+            ),
+            start_time=_ns(record.asked_at),
+        )
+        span.end(end_time=_ns(record.answered_at))
 
     def _device_span(self, record: StepRecord, parent: Span, start: float) -> None:
         """The executed action and the observation after it, as a GenAI ``execute_tool`` span."""

@@ -468,3 +468,20 @@ def test_a_bad_reply_from_on_input_is_a_clear_error_and_the_request_stays_pendin
     again, _ = team(tmp_path, {}, model)
     done = again.resume(result.run_id, on_input=lambda r: {"decision": "approve"})  # type: ignore[arg-type,return-value]
     assert done.status == "completed" and done.verified is True
+
+
+def test_a_time_budget_does_not_count_the_persons_time(tmp_path: Path) -> None:
+    """The person takes longer than the whole time budget to answer; the run goes on after the
+    answer (the budget is checked between steps) and ends as the model says."""
+    from agent_runtime.config import BudgetConfig
+
+    done = gui_owl_reply({"action": "terminate", "status": "success"}, "done")
+    runtime, _ = single_runtime(tmp_path, [gui_owl_reply(ASK, "ask"), done])
+    runtime.config.budget = BudgetConfig(time_s=3)
+
+    def slow_person(request: InputRequest) -> InputReply:
+        time.sleep(3.5)
+        return InputReply.answer("the 10:05 PM one")
+
+    result = runtime.run("Toggle my alarm", device="simphone:1", on_input=slow_person)
+    assert result.status == "completed", result.reason

@@ -315,3 +315,30 @@ print(sorted({{s.name.split()[0] for s in spans.get_finished_spans()}}))
         out.stdout.strip().splitlines()[-1]
         == "['agent_runtime.step', 'chat', 'execute_tool', 'invoke_agent']"
     )
+
+
+def test_a_persons_decision_is_a_span_under_its_step(exporter, tmp_path):
+    """An off-task action denied in an unattended run: an ``agent_runtime.person confirm`` span
+    under the step's span, with the decision and who made it."""
+    from agent_runtime.runtime import Runtime
+    from agent_runtime.simphone import SimPhone
+    from tests.doubles import ScriptedChatModel
+    from tests.test_human import off_task_script
+
+    model = ScriptedChatModel(script=off_task_script())
+    roles = ("manager", "worker", "reflector", "notetaker")
+    runtime = Runtime(otel_config(), models=dict.fromkeys(roles, model), runs_dir=tmp_path)
+    phone = SimPhone(seed=1)
+    runtime.run("Turn off the 10:05 PM alarm", device=phone)
+    phone.close()
+    spans = exporter.get_finished_spans()
+    person = [s for s in spans if s.name == "agent_runtime.person confirm"]
+    assert person, [s.name for s in spans]
+    attrs = person[0].attributes
+    assert (
+        attrs["agent_runtime.person.decision"] == "reject" and attrs["agent_runtime.person.by"] == "default"
+    )
+    assert any("Shop" in r for r in attrs["agent_runtime.person.reasons"])
+    parent = next(s for s in spans if s.context.span_id == person[0].parent.span_id)
+    assert parent.name == f"agent_runtime.step {attrs['agent_runtime.step']}"
+    assert parent.attributes["agent_runtime.confirmation"] == "reject"

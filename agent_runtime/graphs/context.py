@@ -46,7 +46,8 @@ class RunContext:
     calls: int = 0
     #: This session's token usage per role (the run's total is their sum; a money budget prices them).
     role_usage: dict[str, Usage] = field(default_factory=dict)
-    #: When this session started (``time.monotonic``): what a time budget counts from.
+    #: When this session started (``time.monotonic``): what a time budget counts from (moved on
+    #: by the time the run waited for a person).
     started: float = field(default_factory=time.monotonic)
     steps_written: set[int] = field(default_factory=set)
     resumed: bool = False
@@ -146,6 +147,8 @@ class RunContext:
         self.writer.append_intervention(record)
         self.interventions_written.add(record.request_id)
         self.writer.sync()
+        if self.telemetry is not None:
+            self.telemetry.intervention(record)
 
     def take_pause(self) -> bool:
         """Whether a pause was asked for since the last look (clearing it): only an attended run
