@@ -6,6 +6,9 @@ An agent that speaks MCP (Claude Desktop, an IDE, another agent-runtime) starts
 * ``run_task(task, device, max_steps, graph)`` plays a task with the configured roles and
   returns the run's summary (the object ``agent-runtime run --json`` prints). Each step is
   reported as it happens through MCP progress notifications (the caller's ``progressToken``).
+  When the client supports elicitation, the run's questions and confirmations (see
+  :mod:`agent_runtime.control`) are put to its user that way: approve or reject with a reason,
+  or an answer; declining is a rejection. Other clients get an unattended run (``[safety]``).
   Runs are played one at a time; cancelling the call interrupts the run (status
   ``interrupted``, resumable with ``agent-runtime run --resume RUN_ID``).
 * ``list_devices()`` names the devices a run can use: SimPhone always, the phones an adb server
@@ -32,10 +35,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from agent_runtime.config import GraphKind, RuntimeConfig, load_config
+from agent_runtime.control import InputReply, InputRequest
 from agent_runtime.errors import AgentRuntimeError, DependencyError
 from agent_runtime.events import (
     ActionExecuted,
     Event,
+    InputRequested,
     Notice,
     RunFinished,
     RunStarted,
@@ -198,6 +203,32 @@ def run_details(runs_dir: Path, run_id: str) -> RunDetails:
     )
 
 
+class Confirmation(BaseModel):
+    """What an MCP client's user answers to a confirmation (elicitation: primitive fields only)."""
+
+    approve: bool = Field(description="run the action")
+    reason: str = Field("", description="why not, when it is rejected (the agent reads it)")
+
+
+class Answer(BaseModel):
+    """What an MCP client's user answers to the agent's question."""
+
+    answer: str = Field(description="the answer to the agent's question")
+
+
+def elicited_reply(request: InputRequest, result: Any) -> InputReply:
+    """The run's reply from an elicitation ``result`` (accepted with data, declined, cancelled).
+    A takeover cannot happen over MCP (there is no pause tool): it is handed straight back."""
+    data = getattr(result, "data", None)
+    if request.kind == "takeover":
+        return InputReply.resume()
+    if isinstance(data, Answer) and data.answer.strip():
+        return InputReply.answer(data.answer)
+    if isinstance(data, Confirmation):
+        return InputReply.approve() if data.approve else InputReply.reject(data.reason)
+    return InputReply.reject(f"the MCP client's user {getattr(result, 'action', 'did not answer')}")
+
+
 class RuntimeTools:
     """What the tools do, apart from the protocol: one loaded configuration, one runtime per graph
     kind (model clients, and in-process models, are loaded once and reused across calls)."""
@@ -262,6 +293,8 @@ def build_server(tools: RuntimeTools) -> "MCPServer":
             except AgentRuntimeError as exc:
                 raise tool_error(exc) from None
             sent = 0
+            capabilities = ctx.client_capabilities
+            attended = capabilities is not None and capabilities.elicitation is not None
 
             async def report(event: Event) -> None:
                 nonlocal sent
@@ -270,11 +303,17 @@ def build_server(tools: RuntimeTools) -> "MCPServer":
                     sent += 1  # MCP: progress must increase with each notification
                     await ctx.report_progress(sent, None, message)
 
+            async def elicit(request: InputRequest) -> InputReply:
+                schema: type[BaseModel] = Answer if request.kind == "ask" else Confirmation
+                return elicited_reply(request, await ctx.elicit(request.describe(), schema))
+
             def play() -> RunFinished | None:
                 final = None
-                for event in runtime.stream(task, device=device, max_steps=max_steps):
+                for event in runtime.stream(task, device=device, max_steps=max_steps, interactive=attended):
                     final = event if isinstance(event, RunFinished) else final
                     anyio.from_thread.run(report, event)
+                    if isinstance(event, InputRequested):
+                        runtime.respond(event.request.id, anyio.from_thread.run(elicit, event.request))
                 return final
 
             try:

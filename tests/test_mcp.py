@@ -34,6 +34,7 @@ def with_client(
     args: list[str],
     body: Callable[[ClientSession], Awaitable[None]],
     env: dict[str, str] | None = None,
+    elicitation: Any = None,
 ) -> None:
     """Start ``agent-runtime mcp ARGS`` as the SDK's stdio client does, and run ``body`` on a session."""
     params = StdioServerParameters(
@@ -44,7 +45,10 @@ def with_client(
     )
 
     async def main() -> None:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, elicitation_callback=elicitation) as session,
+        ):
             await session.initialize()
             await body(session)
 
@@ -217,3 +221,51 @@ def test_mcp_without_the_sdk_says_which_extra(tmp_path: Path) -> None:
     )
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "agent-runtime[mcp]" in p.stderr and p.stdout == ""
+
+
+def test_a_confirmation_is_put_to_the_clients_user_by_elicitation(tmp_path: Path) -> None:
+    """A client that supports elicitation is asked before the Send tap; its user's approval is
+    recorded as the person's, and the checked task completes."""
+    import mcp_types
+
+    send, seed = "MessagesSendToNumber", 0
+    asked: list[mcp_types.ElicitRequestParams] = []
+
+    async def elicitation(context: Any, params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+        asked.append(params)
+        return mcp_types.ElicitResult(action="accept", content={"approve": True, "reason": ""})
+
+    seen: dict[str, Any] = {}
+
+    async def body(session: ClientSession) -> None:
+        goal = make_task(send, seed).goal
+        seen["run"] = await session.call_tool("run_task", {"task": goal, "device": f"simphone:{seed}"})
+
+    with ScriptedOpenAIServer(script_for("single", oracle_actions(send, seed))) as srv:
+        cfg = write_config(tmp_path / "c.toml", srv.base_url, '[graph]\nkind = "single"\n')
+        with_client(tmp_path, ["--config", str(cfg), "--runs-dir", "runs"], body, elicitation=elicitation)
+
+    assert len(asked) == 1 and "Send SMS" in asked[0].message
+    assert set(asked[0].requested_schema["properties"]) == {"approve", "reason"}
+    summary = seen["run"].structured_content
+    assert summary["status"] == "completed" and summary["verified"] is True, seen["run"].content
+    [record] = load_run(tmp_path / summary["run_dir"]).interventions
+    assert (record.decision, record.by) == ("approve", "person")
+
+
+def test_elicitation_results_become_replies() -> None:
+    from mcp.server.elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation
+
+    from agent_runtime.control import InputRequest
+    from agent_runtime.mcp_server import Answer, Confirmation, elicited_reply
+
+    confirm = InputRequest(id="r/1", run_id="r", kind="confirm", step=3)
+    ask = InputRequest(id="r/2", run_id="r", kind="ask", step=4, question="Which one?")
+    no = elicited_reply(confirm, AcceptedElicitation(data=Confirmation(approve=False, reason="not now")))
+    assert (no.decision, no.text) == ("reject", "not now")
+    assert elicited_reply(confirm, AcceptedElicitation(data=Confirmation(approve=True))).decision == "approve"
+    declined = elicited_reply(confirm, DeclinedElicitation())
+    assert declined.decision == "reject" and "decline" in declined.text
+    assert elicited_reply(ask, CancelledElicitation()).decision == "reject"
+    answered = elicited_reply(ask, AcceptedElicitation(data=Answer(answer="the 7 AM one")))
+    assert (answered.decision, answered.text) == ("answer", "the 7 AM one")
