@@ -339,23 +339,35 @@ def test_yes_approves_even_off_task_actions(tmp_path: Path) -> None:
 
 
 # -- the CLI over stdin -----------------------------------------------------------------------
+def start_cli(cwd: Path, args: list[str]) -> subprocess.Popen[bytes]:
+    """``agent-runtime ARGS`` with pipes for stdin (the person's answers), stdout and stderr."""
+    pipe = subprocess.PIPE
+    return subprocess.Popen([*CLI, *args], cwd=cwd, stdin=pipe, stderr=pipe, stdout=pipe)
+
+
+def read_until(
+    proc: subprocess.Popen[bytes], marker: bytes, seen: bytes = b"", timeout: float = 120
+) -> bytes:
+    """``proc``'s stderr so far (``seen`` plus what follows), read until ``marker`` shows up, the
+    stream ends or ``timeout`` passes."""
+    assert proc.stderr is not None
+    deadline = time.monotonic() + timeout
+    while marker not in seen and time.monotonic() < deadline:
+        chunk = os.read(proc.stderr.fileno(), 4096)
+        if not chunk:
+            break
+        seen += chunk
+    return seen
+
+
 def test_cli_asks_on_stdin_and_a_killed_prompt_is_still_pending_after_resume(tmp_path: Path) -> None:
     """``run`` prompts for the Send tap on stdin; killed at the prompt (SIGKILL), ``--resume``
     asks again, and "y" completes the checked task."""
     with ScriptedOpenAIServer(send_script()) as srv:
         cfg = write_config(tmp_path / "c.toml", srv.base_url)
         args = ["run", "--task-id", f"{SEND}/{SEND_SEED}", "--config", str(cfg), "--runs-dir", "runs"]
-        proc = subprocess.Popen(
-            [*CLI, *args], cwd=tmp_path, stdin=subprocess.PIPE, stderr=subprocess.PIPE, stdout=subprocess.PIPE
-        )
-        assert proc.stderr is not None
-        seen = b""
-        deadline = time.monotonic() + 120
-        while b"approve?" not in seen and time.monotonic() < deadline:
-            chunk = os.read(proc.stderr.fileno(), 4096)
-            if not chunk:
-                break
-            seen += chunk
+        proc = start_cli(tmp_path, args)
+        seen = read_until(proc, b"approve?")
         assert b"approve?" in seen and b"Send SMS" in seen, seen.decode(errors="replace")
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -430,24 +442,13 @@ def test_cli_ctrl_backslash_pauses_for_a_takeover(tmp_path: Path) -> None:
     with ScriptedOpenAIServer(script_for("mobile_agent_v3", oracle_actions())) as srv:
         cfg = write_config(tmp_path / "c.toml", srv.base_url)
         args = ["run", "--task-id", "ClockToggleAlarm/1", "--config", str(cfg), "--runs-dir", "runs"]
-        proc = subprocess.Popen(
-            [*CLI, *args], cwd=tmp_path, stdin=subprocess.PIPE, stderr=subprocess.PIPE, stdout=subprocess.PIPE
-        )
-        assert proc.stderr is not None and proc.stdin is not None
-        seen, paused = b"", False
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            chunk = os.read(proc.stderr.fileno(), 4096)
-            if not chunk:
-                break
-            seen += chunk
-            if not paused and b"plan " in seen:
-                os.kill(proc.pid, signal.SIGQUIT)
-                paused = True
-            if b"hand the device back" in seen:
-                proc.stdin.write(b"\n")
-                proc.stdin.flush()
-                break
+        proc = start_cli(tmp_path, args)
+        seen = read_until(proc, b"plan ")
+        os.kill(proc.pid, signal.SIGQUIT)
+        seen = read_until(proc, b"hand the device back", seen)
+        assert proc.stdin is not None
+        proc.stdin.write(b"\n")
+        proc.stdin.flush()
         _, rest = proc.communicate(timeout=120)
         err = (seen + rest).decode(errors="replace")
     assert proc.returncode == 0, err
