@@ -14,7 +14,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from agent_runtime.cli import app
-from agent_runtime.traces import InterventionRecord, RunRecord, StepRecord, TraceWriter, Verdict
+from agent_runtime.traces import CallRecord, InterventionRecord, RunRecord, StepRecord, TraceWriter, Verdict
 from agent_runtime.viewer import write_run_page
 from tests.test_traces_view import XSS, Dom, chromium, needs_chromium
 
@@ -249,3 +249,93 @@ def test_list_shows_a_waiting_run_as_waiting_not_failed(run_dir):
     res = runner.invoke(app, ["traces", "list", "--runs-dir", str(run_dir.parent)], env={"FORCE_COLOR": "1"})
     colored = next(line for line in res.output.splitlines() if "waiting" in line)
     assert "\x1b[36mwaiting" in colored  # cyan, like no failure
+
+
+class Marks(Dom):
+    """Dom, plus the timeline's stop/resume rows (``div.session-mark``) as (kind, text)."""
+
+    def __init__(self, html: str) -> None:
+        self.marks: list[tuple[str, str]] = []
+        self._mark: list[str] | None = None
+        super().__init__(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        super().handle_starttag(tag, attrs)
+        a = {k: v or "" for k, v in attrs}
+        if tag == "div" and "session-mark" in a.get("class", "").split():
+            self._mark = [a["data-kind"]]
+
+    def handle_endtag(self, tag: str) -> None:
+        super().handle_endtag(tag)
+        if tag == "div" and self._mark is not None:
+            self.marks.append((self._mark[0], " ".join("".join(self._mark[1:]).split())))
+            self._mark = None
+
+    def handle_data(self, data: str) -> None:
+        super().handle_data(data)
+        if self._mark is not None:
+            self._mark.append(data)
+
+
+def test_a_waiting_run_is_marked_stopped_and_a_takeover_is_no_resume(run_dir):
+    marks = Marks(write_run_page(run_dir, run_dir.parent / "marks.html").read_text(encoding="utf-8")).marks
+    waits = "stopped to wait for a person's reply; continue with: agent-runtime run --resume"
+    assert marks == [("stopped", f"stopped {waits} {run_dir.name}")]
+
+
+def test_stops_and_resumes_show_on_the_timeline(tmp_path):
+    """Interrupted after step 1, resumed (the screen looked at afresh: screens/0002-r1.png), a
+    killed session's torn line cut off, and now interrupted again after step 2."""
+    path = tmp_path / "20990101-000000-resumed"
+    with TraceWriter(path) as w:
+        w.write_run(RunRecord(run_id=path.name, task="Open the Clock app", status="interrupted"))
+        s = [w.save_screen(i, png(40, 80)) for i in range(3)]
+        again = w.save_screen(2, png(50, 90), tag="r1")
+        w.append_step(StepRecord(step=0, before_screen=s[0], after_screen=s[1]))
+        w.append_step(StepRecord(step=1, before_screen=s[1], after_screen=s[2]))
+        w.append_step(StepRecord(step=2, before_screen=again, after_screen=None))
+    (path / "steps.jsonl.torn").write_bytes(b'{"step": 3, "subg')
+    html = write_run_page(path).read_text(encoding="utf-8")
+    marks = Marks(html).marks
+    assert [kind for kind, _ in marks] == ["resumed", "stopped", "killed"]
+    assert "resumed before step 2: the screen was observed afresh (screens/0002-r1.png)" in marks[0][1]
+    assert "interrupted (Ctrl-C or cancel); continue with: agent-runtime run --resume" in marks[1][1]
+    assert "steps.jsonl.torn" in marks[2][1]
+    # in order on the timeline: the resume between steps 1 and 2, the stop after step 2
+    assert html.index('href="#step-1"') < html.index("resumed before step 2") < html.index('href="#step-2"')
+    assert html.index('href="#step-2"') < html.index("interrupted (Ctrl-C")
+
+
+def test_times_read_as_a_person_says_them_and_no_absolute_path_is_shown(tmp_path):
+    path = tmp_path / "20990101-000000-times"
+    adapter = tmp_path / "home" / "adapters" / "worker-lora"
+    with TraceWriter(path) as w:
+        w.write_run(
+            RunRecord(
+                run_id=path.name,
+                task="Open the Clock app",
+                status="completed",
+                device={"spec": f"simphone:3 (state {tmp_path}/state.json)", "screen": [40, 80]},
+                models={"worker": {"model_id": f"local:{adapter}"}},
+                timings={"total_ms": 295_420.0, "model_ms": 61_000.0, "device_ms": 4_210.0},
+            )
+        )
+        s = [w.save_screen(i, png(40, 80)) for i in range(2)]
+        w.append_step(
+            StepRecord(
+                step=0,
+                before_screen=s[0],
+                after_screen=s[1],
+                timings_ms={"worker": 1234.0, "critical_path": 75_000.0, "model_critical": 75_000.0},
+            )
+        )
+        w.append_call(
+            CallRecord(run_id=path.name, step=0, role="worker", model=str(adapter), latency_ms=420.0)
+        )
+    html = write_run_page(path).read_text(encoding="utf-8")
+    text = " ".join(Dom(html).all_text.split())
+    assert "4 min 55 s total · 1 min 1 s in models · 4.2 s on the device" in text
+    assert "1 min 15 s" in text and "worker 1.2 s" in text and "420 ms" in text
+    assert "295420" not in html and "295.4 s" not in text
+    assert str(tmp_path) not in html  # neither the adapter's path nor the device's state file
+    assert "local:…/adapters/worker-lora" in text and "…/adapters/worker-lora · 420 ms" in text

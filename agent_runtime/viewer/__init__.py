@@ -11,8 +11,12 @@ and the step's own ``confirmation`` as a badge. Three filters (failed steps only
 was in; one role's calls) are plain inline JavaScript — the page loads nothing.
 
 Everything in a trace is untrusted text (model replies, on-screen text), so the templates render
-with Jinja autoescaping on; a screenshot ref is read only from inside its run directory
-(:meth:`LoadedRun.screen`). Roles are whatever the trace's calls name — any graph kind renders.
+with Jinja autoescaping on; a screenshot ref is read only from inside its run directory, and
+only when it is a regular file under a size cap (viewer/files.py: a FIFO never hangs the
+command); the index links only folder names that are plain run ids. Times read as a person
+says them ("4 min 55 s") and no absolute path of the machine that ran the run is shown
+(viewer/display.py); where the run was stopped and resumed shows on the timeline
+(viewer/sessions.py). Roles are whatever the trace's calls name — any graph kind renders.
 """
 
 from __future__ import annotations
@@ -21,12 +25,14 @@ import base64
 import json
 import math
 import os
+import re
 import struct
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 
@@ -43,6 +49,9 @@ from agent_runtime.traces import (
     read_run_record,
     verification_of,
 )
+from agent_runtime.viewer.display import duration, without_paths
+from agent_runtime.viewer.files import MAX_SCREEN_BYTES, read_regular, require_regular, write_regular
+from agent_runtime.viewer.sessions import Mark, run_marks
 
 __all__ = ["PAGE_NAME", "Overlay", "action_overlay", "write_index", "write_run_page"]
 
@@ -50,19 +59,23 @@ __all__ = ["PAGE_NAME", "Overlay", "action_overlay", "write_index", "write_run_p
 PAGE_NAME = "view.html"
 
 _MIME = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"))
+#: The files a run page is read from (each must be a regular file: see viewer/files.py).
+_TRACE_FILES = ("run.json", "steps.jsonl", "calls.jsonl", "interventions.jsonl")
 #: Timings that are not a part of the step (totals, counts): left out of the parts table.
 _DERIVED = ("critical_path", "model_critical", "overhead", "critical_calls")
 
 
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("agent_runtime.viewer", "templates"),
         undefined=jinja2.StrictUndefined,
         autoescape=True,  # every trace string is untrusted model or screen text
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["duration"] = duration  # milliseconds as "4 min 55 s"
+    return env
 
 
 @dataclass(frozen=True)
@@ -144,15 +157,23 @@ class Shot:
     problem: str = ""
 
 
+def _screen_bytes(run: LoadedRun, ref: str) -> bytes:
+    """A screenshot's bytes: only from inside the run directory, only a regular file (a FIFO
+    there would block the read for ever), only up to :data:`MAX_SCREEN_BYTES`."""
+    root = run.dir.resolve()
+    path = (root / ref).resolve()
+    if root not in path.parents:
+        raise TraceError(f"screen ref {ref!r} points outside the run directory")
+    return read_regular(path, MAX_SCREEN_BYTES, name=ref)
+
+
 def _shot(run: LoadedRun, ref: str | None, screen: tuple[int, int]) -> Shot:
     if not ref:
         return Shot(ref=None, problem="none recorded (the run ended here)")
     try:
-        data = run.screen(ref)  # refuses a ref that points outside the run directory
+        data = _screen_bytes(run, ref)
     except TraceError as exc:
         return Shot(ref=ref, problem=exc.message)
-    except OSError as exc:
-        return Shot(ref=ref, problem=f"{ref}: {exc.strerror or exc}")
     mime = next((m for magic, m in _MIME if data.startswith(magic)), None)
     if mime is None:
         return Shot(ref=ref, problem=f"{ref} is not a PNG or JPEG image")
@@ -345,6 +366,10 @@ def render_run(run: LoadedRun) -> str:
     longest = max((s.step.timings_ms.get("critical_path", 0.0) for s in steps), default=0.0)
     roles = list(dict.fromkeys(c.role for c in run.calls))
     costs = run_costs(run)
+    run_dir = str(run.dir.resolve())
+    marks: dict[int | None, list[Mark]] = {}
+    for mark in run_marks(run):
+        marks.setdefault(mark.step, []).append(mark)
     return (
         _environment()
         .get_template("run.html.j2")
@@ -369,6 +394,8 @@ def render_run(run: LoadedRun) -> str:
             costs=costs,
             cost_rows=[*costs.roles.items(), ("total", costs.total)],
             money=lambda amount: "" if amount is None else format_money(amount, costs.currency),
+            plain=lambda text: without_paths(str(text), run_dir),  # no absolute paths on the page
+            marks=marks,
         )
     )
 
@@ -381,22 +408,24 @@ def _status_css(run: RunRecord) -> str:
     return "warn" if run.status in ("running", "waiting", "interrupted") else "bad"
 
 
-def _write(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise TraceError(
-            f"cannot write {path}: {exc.strerror or exc}", hint="pass --out FILE elsewhere"
-        ) from None
-
-
 def write_run_page(run_dir: Path, out: Path | None = None) -> Path:
     """Render the run in ``run_dir`` to ``out`` (default ``RUN_DIR/view.html``); returns the path."""
-    run = load_run(run_dir)
+    folder = Path(run_dir)
+    folder = folder.parent if folder.name == "run.json" else folder
+    require_regular(folder / name for name in _TRACE_FILES)
+    run = load_run(folder)
     target = out if out is not None else run.dir / PAGE_NAME
-    _write(target, render_run(run))
+    write_regular(target, render_run(run))
     return target
+
+
+#: A run folder name the index links to: what :func:`~agent_runtime.traces.new_run_id` makes and
+#: people type — no ``:`` (a URL scheme), ``/``, ``%``, ``#``, ``?``, space or leading dot.
+SAFE_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+_UNSAFE_NAME = (
+    "not linked: the folder name is not a plain run id (letters, digits, '.', '_', '-'); "
+    "rename the folder to view it here"
+)
 
 
 @dataclass(frozen=True)
@@ -412,7 +441,10 @@ def write_index(runs_dir: Path, out: Path | None = None) -> tuple[Path, list[Pat
     """Write every run's page and an index over them (default ``RUNS_DIR/index.html``).
 
     A run that cannot be read is listed with its problem instead of a link, so one damaged run
-    does not hide the others. Returns the index and the run pages written.
+    does not hide the others. A link is built only from a folder name that is a plain run id
+    (:data:`SAFE_RUN_ID`): any other name (``javascript:alert(1)``) is listed as text, its page
+    not written, since a browser would read it as a URL of its own. Returns the index and the
+    run pages written (the ones it links).
     """
     if not runs_dir.is_dir():
         raise TraceError(f"{runs_dir} is not a directory", hint="pass --runs-dir DIR (a directory of runs)")
@@ -420,20 +452,23 @@ def write_index(runs_dir: Path, out: Path | None = None) -> tuple[Path, list[Pat
     rows: list[IndexRow] = []
     pages: list[Path] = []
     for run_dir in iter_runs(runs_dir):
+        if not SAFE_RUN_ID.fullmatch(run_dir.name):
+            rows.append(IndexRow(run_id=run_dir.name, problem=_UNSAFE_NAME))
+            continue
         try:
             record = read_run_record(run_dir / "run.json")
             page = write_run_page(run_dir)
         except AgentRuntimeError as exc:
-            rows.append(IndexRow(run_id=run_dir.name, problem=exc.message))
+            rows.append(IndexRow(run_id=run_dir.name, problem=f"unreadable: {exc.message}"))
             continue
         pages.append(page)
-        link = Path(os.path.relpath(page, target.parent)).as_posix()
+        link = quote(Path(os.path.relpath(page, target.parent)).as_posix())
         rows.append(IndexRow(run_id=record.run_id, link=link, run=record, check=_check(record)))
     rows.sort(key=lambda r: (r.run.created_at if r.run else 0.0, r.run_id))
     html = (
         _environment()
         .get_template("index.html.j2")
-        .render(root=str(runs_dir), rows=rows, status_css=_status_css)
+        .render(root=runs_dir.resolve().name, rows=rows, status_css=_status_css)
     )
-    _write(target, html)
+    write_regular(target, html)
     return target, pages
