@@ -357,7 +357,9 @@ def test_a_number_in_a_message_body_is_not_flagged() -> None:
     ],
 )
 def test_opening_an_app_the_task_is_about(app: str, task: str) -> None:
-    assert check([OpenApp(text=app)], None, task) == Assessment(target=f"open {app}")
+    found = check([OpenApp(text=app)], None, task)
+    assert (found.sensitive, found.off_task, found.target) == ([], [], f"open {app}")
+    assert len(found.effects) == 1 and found.effects[0].startswith("open ")
 
 
 def test_opening_an_app_the_task_never_mentions_is_off_task() -> None:

@@ -168,6 +168,9 @@ class AgentState(TypedDict, total=False):
     """The user's answers to the agent's questions: ``{"step", "question", "answer"}``."""
     interventions: int
     """How many requests the run has made of a person (numbers the next request's id)."""
+    refused_effects: list[str]
+    """Effects the person refused (``"open Clock"``, ``"buy"``): the same effect by any route is
+    refused again for the rest of the run (:attr:`~agent_runtime.safety.Assessment.effects`)."""
     success: bool | None
     answer: str | None
     reason: str
