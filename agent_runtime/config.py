@@ -18,6 +18,7 @@ import json
 import os
 import re
 import tomllib
+import types
 from pathlib import Path
 from typing import Any, Literal
 
@@ -547,7 +548,8 @@ def check_environment(environ: dict[str, str] | os._Environ[str]) -> None:
         top = name[len(ENV_PREFIX) :].split("__", 1)[0].lower()
         if top not in known:
             raise ConfigError(
-                f"unknown configuration key in {name}: {top!r} is not one of {', '.join(known)}",
+                f"unknown configuration key in {name}: {top!r} is not one of {', '.join(known)}"
+                + did_you_mean(top, known),
                 hint=f"unset {name}, or fix its name ({ENV_PREFIX}TABLE__KEY, e.g. "
                 f"{ENV_PREFIX}GRAPH__MAX_STEPS=10)",
             )
@@ -637,13 +639,56 @@ def runs_directory(path: Path | str) -> Path:
     return p
 
 
+def did_you_mean(key: str, known: list[str]) -> str:
+    """`` (did you mean K?)`` for the known key closest to a mistyped one, else ``""``.
+
+    >>> did_you_mean("max_step", ["kind", "max_steps", "stuck_after"])
+    ' (did you mean max_steps?)'
+    >>> did_you_mean("colour", ["kind", "max_steps"])
+    ''
+    """
+    import difflib
+
+    close = difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def known_keys(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the table at ``loc`` (a validation error's location) accepts: each step goes into
+    a model's field, or past the NAME of a ``[models.NAME]``-style table of tables.
+
+    >>> "max_steps" in known_keys(("graph",))
+    True
+    >>> "base_url" in known_keys(("models", "owl"))
+    True
+    """
+    import typing
+
+    node: Any = RuntimeConfig
+    for part in loc:
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            field = node.model_fields.get(str(part))
+            if field is None:
+                return []
+            node = field.annotation
+        elif typing.get_origin(node) is dict:
+            node = typing.get_args(node)[1]
+        else:
+            return []
+        while typing.get_origin(node) in (typing.Union, types.UnionType):  # X | None
+            node = next((a for a in typing.get_args(node) if a is not type(None)), None)
+    if isinstance(node, type) and issubclass(node, BaseModel):
+        return sorted(node.model_fields)
+    return []
+
+
 def _format_errors(exc: ValidationError, source: str) -> ConfigError:
     lines = []
     for err in exc.errors():
         path = ".".join(str(p) for p in err["loc"]) or "(top level)"
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            msg = "unknown key"
+            msg = "unknown key" + did_you_mean(str(err["loc"][-1]), known_keys(err["loc"][:-1]))
         lines.append(f"  {path}: {msg}")
     return ConfigError(
         f"invalid configuration in {source} ({len(lines)} problem{'s' * (len(lines) != 1)}):\n"

@@ -136,3 +136,49 @@ def test_public_snapshot_has_no_secrets():
 
 def test_cli_overrides_via_dotted_keys():
     assert load_config(**{"graph.max_steps": 3, "device.spec": "adb:xyz"}).device.spec == "adb:xyz"
+
+
+def test_a_mistyped_key_gets_a_did_you_mean(tmp_path):
+    write(
+        tmp_path,
+        '[graph]\nmax_step = 5\n[models.owl]\nbase_ur = "http://x/v1"\n[roles.worker]\nmodle = "owl"\n',
+    )
+    with pytest.raises(ConfigError) as raised:
+        load_config()
+    message = raised.value.message
+    assert "graph.max_step: unknown key (did you mean max_steps?)" in message
+    assert "models.owl.base_ur: unknown key (did you mean base_url?)" in message
+    assert "roles.worker.modle: unknown key (did you mean model?)" in message
+
+
+def test_a_mistyped_environment_key_gets_a_did_you_mean(monkeypatch):
+    monkeypatch.setenv("AGENT_RUNTIME_GRAPH__MAX_STEP", "5")
+    with pytest.raises(ConfigError, match=r"graph\.max_step: unknown key \(did you mean max_steps\?\)"):
+        load_config()
+    monkeypatch.delenv("AGENT_RUNTIME_GRAPH__MAX_STEP")
+    monkeypatch.setenv("AGENT_RUNTIME_GRAF__MAX_STEPS", "5")
+    with pytest.raises(ConfigError, match=r"did you mean graph\?"):
+        load_config()
+
+
+def test_a_model_without_base_url_fails_fast_naming_the_default(tmp_path):
+    import socket
+    import time
+
+    from agent_runtime.errors import ModelError
+    from agent_runtime.models import OpenAIChatModel
+
+    with socket.socket() as probe:  # a port nothing listens on, standing in for the default's
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    write(tmp_path, '[models.default]\nmodel = "gui-owl"\n')
+    cfg = load_config().model_for("worker")
+    model = OpenAIChatModel.from_config(cfg).model_copy(update={"base_url": f"http://127.0.0.1:{port}/v1"})
+    started = time.monotonic()
+    with pytest.raises(ModelError) as raised:
+        model._send("GET", "/models")
+    assert time.monotonic() - started < 2  # not retried with backoff
+    assert "the default base_url (no base_url is set for this model)" in raised.value.message
+    assert "set base_url" in (raised.value.hint or "")
+    explicit = OpenAIChatModel.from_config(cfg.model_copy(update={"base_url": cfg.base_url}))
+    assert not explicit.default_url

@@ -1,5 +1,7 @@
 """Ctrl-C answers at once: a real ``agent-runtime run`` interrupted in a model call.
 
+SIGTERM (``timeout``, ``docker stop``) is Ctrl-C: the same exit, the same ``interrupted`` run.json.
+
 The run is a subprocess on an in-process SimPhone. Its model is either an OpenAI-compatible
 server in this process whose Worker request never answers until the test lets it, or the tiny
 in-process LM generating a long completion. SIGINT (what Ctrl-C sends) arrives in the middle of
@@ -74,10 +76,10 @@ def agent(cwd: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def interrupt(child: subprocess.Popen[str]) -> tuple[float, str, str]:
-    """SIGINT now; returns (seconds to exit, stdout, stderr)."""
+def interrupt(child: subprocess.Popen[str], sig: int = signal.SIGINT) -> tuple[float, str, str]:
+    """``sig`` (SIGINT: Ctrl-C) now; returns (seconds to exit, stdout, stderr)."""
     sent = time.monotonic()
-    child.send_signal(signal.SIGINT)
+    child.send_signal(sig)
     try:
         out, err = child.communicate(timeout=60)
     except subprocess.TimeoutExpired:
@@ -90,8 +92,8 @@ def interrupt(child: subprocess.Popen[str]) -> tuple[float, str, str]:
 def check_interrupted(tmp_path: Path, elapsed: float, code: int, out: str, err: str, calls: int = 1) -> Path:
     (run_dir,) = (tmp_path / "runs").iterdir()
     run_id = run_dir.name
-    print(f"exit {elapsed:.2f} s after SIGINT")
-    assert elapsed < BOUND_S, f"exit took {elapsed:.1f} s after SIGINT\n{err}"
+    print(f"exit {elapsed:.2f} s after the signal")
+    assert elapsed < BOUND_S, f"exit took {elapsed:.1f} s after the signal\n{err}"
     assert code == 130, err
     said = " ".join((out + err).split())
     assert f"Run {run_id} saved in" in said, said
@@ -127,7 +129,8 @@ def http_config(path: Path, base_url: str) -> None:
     )
 
 
-def test_ctrl_c_in_a_hanging_http_call_exits_at_once_and_resumes(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_in_a_hanging_http_call_exits_at_once_and_resumes(tmp_path, sig):
     hang = Hang(index=1)  # step 1's Worker call: step 0 is committed before it
     with ScriptedOpenAIServer(hang.script()) as server:
         cfg = tmp_path / "agent-runtime.toml"
@@ -135,7 +138,7 @@ def test_ctrl_c_in_a_hanging_http_call_exits_at_once_and_resumes(tmp_path):
         child = agent(tmp_path, "run", "Open the Clock app")
         assert hang.arrived.wait(60), child.communicate(timeout=5)
         time.sleep(0.2)  # the request is being waited for
-        elapsed, out, err = interrupt(child)
+        elapsed, out, err = interrupt(child, sig)
         hang.release.set()
         run_dir = check_interrupted(tmp_path, elapsed, child.returncode, out, err)
         killed = load_run(run_dir)

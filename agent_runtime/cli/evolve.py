@@ -5,18 +5,26 @@ Each iteration plays the current role model on SimPhone train instances, filters
 failed, fine-tunes from the current adapter, optionally runs online RL, and evaluates the result
 on held-out instances; the result replaces the current model only if a paired test says it is
 better. See :mod:`agent_runtime.trainers.evolve.pipeline` for the output layout.
+
+Ctrl-C and SIGTERM stop it within a second (:mod:`agent_runtime.cli.signals`): the episodes in
+flight end ``interrupted``, every finished stage is kept, and the same command with ``--resume``
+continues from the first stage that did not finish.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from agent_runtime.cli import guarded
+from agent_runtime.cli.signals import EXIT_INTERRUPTED
 
 
 def register(app: typer.Typer) -> None:
@@ -177,6 +185,9 @@ def register(app: typer.Typer) -> None:
         runtime = load_config(config) if config is not None else demo_config()
         try:
             state = Evolution(opts, runtime, echo=progress.echo, track=progress.track).run()
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the runs in flight are already cancelled
+            progress.stop()
+            _interrupted(console, opts.out)
         finally:
             progress.stop()
         report = json.loads((opts.out / "report.json").read_text(encoding="utf-8"))
@@ -189,3 +200,18 @@ def register(app: typer.Typer) -> None:
             f"best model: {best.ref} (iteration {best.iteration}); report: {opts.out / 'report.json'}",
             highlight=False,
         )
+
+
+def _interrupted(console: Console, out: Path) -> NoReturn:
+    """Say what was kept and the command that continues it (this one, with ``--resume``); exit 130."""
+    if not (out / "evolve.json").exists():
+        console.print("[yellow]Interrupted[/] before the evolve run started; nothing was saved.")
+        raise typer.Exit(EXIT_INTERRUPTED)
+    again = [a for a in sys.argv[1:] if a not in ("--resume", "--overwrite")]
+    console.print(
+        f"[yellow]Interrupted.[/] {escape(str(out))} keeps every finished stage; continue with: "
+        f"{escape(shlex.join(['agent-runtime', *again, '--resume']))}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    raise typer.Exit(EXIT_INTERRUPTED)

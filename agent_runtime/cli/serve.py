@@ -8,6 +8,10 @@ converted once into the user cache; text-only models answer text prompts only.
 Limits (each refused with an OpenAI-style JSON error, never a 500): ``--max-body-mb`` caps the
 request body (413); ``--max-model-len`` (default: the model's ``max_position_embeddings``) caps
 prompt + ``max_tokens`` in tokens, counted after the chat template (400), as vLLM does.
+
+Ctrl-C and SIGTERM stop the server at once: the generations in flight are cancelled at their next
+token (their clients get a 503, or a closed connection) instead of uvicorn's graceful shutdown
+waiting for every one of them to finish.
 """
 
 from __future__ import annotations
@@ -15,11 +19,17 @@ from __future__ import annotations
 import importlib.util
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agent_runtime.errors import ConfigError, DependencyError
+from agent_runtime.models.cancel import stop_process
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
 
 #: ``agent_runtime.models.server.DEFAULT_MAX_BODY_BYTES`` (not imported: the server needs fastapi).
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -124,8 +134,18 @@ def register(app: typer.Typer) -> None:
         start = time.perf_counter()
         import uvicorn
 
+        from agent_runtime.models.cancel import RunCancelled
         from agent_runtime.models.engine import TransformersEngine
         from agent_runtime.models.server import Server, create_app
+
+        class _StoppingServer(Server):
+            """uvicorn's server, whose shutdown signal first cancels every generation in flight:
+            its graceful shutdown then waits milliseconds, not for each request to finish. After
+            it, uvicorn re-raises the signal, which the CLI's handler turns into ``interrupted``."""
+
+            def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+                stop_process()
+                super().handle_exit(sig, frame)
 
         if threads is not None:
             import torch
@@ -152,10 +172,20 @@ def register(app: typer.Typer) -> None:
             )
 
         app = create_app(engine, max_body_bytes=int(max_body_mb * 2**20))
+        app.add_exception_handler(RunCancelled, _shutting_down)
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level)
-        server = Server(config, on_ready=announce)
+        server = _StoppingServer(config, on_ready=announce)
         server.run()
         if not server.started:
             raise ConfigError(
                 f"could not listen on {host}:{port}", hint="is the port already in use? try --port 0"
             )
+
+
+async def _shutting_down(request: Request, exc: Exception) -> Response:
+    """A generation cut off because the server is stopping: 503 in OpenAI's error shape, not the
+    500 (and logged traceback) of an unexpected failure."""
+    from starlette.responses import JSONResponse
+
+    error = {"message": "the server is shutting down", "type": "server_shutting_down", "code": 503}
+    return JSONResponse({"error": error}, status_code=503)

@@ -22,6 +22,8 @@ from agent_runtime.evaluation.report import EpisodeResult, EvalReport
 
 Executor = Literal["thread", "process"]
 SUITES = ("simphone",)
+#: How long a stopped evaluation waits for its episodes in flight to end (seconds).
+STOP_GRACE_S = 1.0
 
 
 def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
@@ -226,15 +228,20 @@ def _run_all(
         )
     else:
         pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="eval")
-    with pool:
-        futures = [pool.submit(run_episode, policy, name, seed) for name, seed in plan]
-        try:
-            for future in cf.as_completed(futures):
-                result = future.result()
-                if on_result is not None:
-                    on_result(result)
-                yield result
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
+    futures = [pool.submit(run_episode, policy, name, seed) for name, seed in plan]
+    try:
+        for future in cf.as_completed(futures):
+            result = future.result()
+            if on_result is not None:
+                on_result(result)
+            yield result
+    except BaseException:
+        # Stopped (Ctrl-C cancels every run in flight: they record it within milliseconds) or
+        # failed: give the episodes in flight a moment, not the minutes that work nothing can
+        # cut short (a model still loading) would take.
+        for f in futures:
+            f.cancel()
+        cf.wait(futures, timeout=STOP_GRACE_S)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)

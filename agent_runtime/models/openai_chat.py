@@ -76,6 +76,11 @@ class OpenAIChatModel(OpenAIShapedChatModel):
     base_url: str = Field(description="the /v1 endpoint, e.g. http://127.0.0.1:8000/v1")
     model: str = Field("auto", description="served model id; 'auto' = the first id GET /models lists")
     api_key: SecretStr = SecretStr("EMPTY")
+    default_url: bool = Field(
+        False,
+        description="base_url is the built-in default, not set in the config: a refused connection "
+        "fails at once and says so, instead of being retried",
+    )
     timeout_s: float = Field(
         120.0, gt=0, description="wall-clock deadline of one attempt: connect + send + the whole reply"
     )
@@ -94,6 +99,7 @@ class OpenAIChatModel(OpenAIShapedChatModel):
             )
         fields = {
             "base_url": cfg.base_url,
+            "default_url": "base_url" not in cfg.model_fields_set,
             "model": cfg.model,
             "api_key": SecretStr(cfg.api_key),
             "temperature": cfg.temperature,
@@ -282,6 +288,15 @@ class OpenAIChatModel(OpenAIShapedChatModel):
             raise _Retry(f"connection timed out ({type(exc).__name__})") from exc
         if isinstance(exc, httpx.TimeoutException):
             self._late(method, url, attempt, received, exc)
+        if isinstance(exc, httpx.ConnectError) and self.default_url:
+            raise ModelError(
+                f"{method} {url} failed: nothing listens at {self.base_url}, the default base_url "
+                "(no base_url is set for this model)",
+                hint="set base_url = 'http://HOST:PORT/v1' in its [models.NAME] table (or the role's), "
+                "start a server there, or use model = 'demo' for the offline demo model",
+                url=url,
+                attempts=attempt,
+            ) from exc
         if isinstance(exc, httpx.TransportError):
             where = f" after {received} bytes of the reply" if received else ""
             raise _Retry(f"{type(exc).__name__}{where}: {_describe(exc)}".rstrip(": ")) from exc
