@@ -27,8 +27,10 @@ from agent_runtime.errors import (
     MemoryStoreError,
     ModelError,
     ParseError,
+    RunLockedError,
     TaskError,
     TraceError,
+    TraceWriteError,
     TrainingError,
 )
 from agent_runtime.events import (
@@ -89,6 +91,7 @@ __all__ = [
     "RoleOutputEvent",
     "RunFinished",
     "RunInterrupted",
+    "RunLockedError",
     "RunResult",
     "RunStarted",
     "Runtime",
@@ -98,6 +101,7 @@ __all__ = [
     "StepStarted",
     "TaskError",
     "TraceError",
+    "TraceWriteError",
     "TrainingError",
     "UIElement",
     "VerdictEvent",

@@ -39,6 +39,12 @@ ACCEPTS: dict[str, tuple[Decision, ...]] = {
     "ask": ("answer", "reject"),
     "takeover": ("resume",),
 }
+#: The longest answer or reason a reply carries, in characters; a longer one is refused and asked again.
+MAX_REPLY_CHARS = 10_000
+#: How much of a refused reply the trace keeps (``InputReply.refused``), in characters.
+KEPT_CHARS = 200
+#: How many refused replies one reply carries for the trace (the latest ones).
+MAX_REFUSED = 20
 #: What an unattended run tells the agent instead of an answer.
 NO_ANSWER = (
     "(no one can answer: this run is unattended; go on without an answer, or terminate if the "
@@ -60,8 +66,17 @@ class InputRequest(BaseModel):
     target: str = Field("", description="confirm: what the action acts on, in words")
     sensitive: list[str] = Field(default_factory=list, description="confirm: why it is sensitive")
     off_task: list[str] = Field(default_factory=list, description="confirm: why the guard finds it off-task")
+    effects: list[str] = Field(
+        default_factory=list,
+        description="confirm: what the action would do, whatever its route ('open Clock')",
+    )
+    refused_before: list[str] = Field(
+        default_factory=list,
+        description="confirm: effects of it the person already refused in this run (rejected unasked)",
+    )
     screen: str | None = Field(None, description="the screen the request was made on (a ref in the run)")
     asked_at: float = Field(default_factory=time.time)
+    refused: str = Field("", description="why the last reply to it could not be taken (it is asked again)")
 
     @property
     def reasons(self) -> list[str]:
@@ -88,8 +103,16 @@ class InputReply(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     decision: Decision
-    text: str = Field("", max_length=10_000, description="the answer, or why the action was rejected")
+    text: str = Field(
+        "", max_length=MAX_REPLY_CHARS, description="the answer, or why the action was rejected"
+    )
     by: DecidedBy = "person"
+    refused: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_REFUSED,
+        description="what the person typed before and the prompt refused (torn, or too long), each cut "
+        "by cut_for_trace: the trace keeps a bounded prefix of it, marked as cut",
+    )
 
     @classmethod
     def approve(cls) -> InputReply:
@@ -124,6 +147,16 @@ class InputReply(BaseModel):
         if self.decision == "answer" and not self.text.strip():
             raise ConfigError("the answer is empty", hint="reply with InputReply.answer(text)")
         return self
+
+
+def cut_for_trace(text: str, why: str) -> str:
+    """A refused reply as the trace keeps it: a bounded prefix, and a marker saying it was cut and why.
+
+    >>> kept = cut_for_trace("y" * 300, "300 characters, over the limit")
+    >>> len(kept), kept[195:]
+    (239, 'yyyyy… [cut: 300 characters, over the limit]')
+    """
+    return f"{text[:KEPT_CHARS]}… [cut: {why}]"
 
 
 def as_reply(value: object) -> InputReply:

@@ -13,6 +13,8 @@ The tree::
     ├── MemoryStoreError              the memory store (chromadb, embeddings) cannot be opened or used
     ├── TaskError                     an unknown or invalid SimPhone task
     ├── TraceError                    a run directory is missing or unreadable
+    │   ├── RunLockedError            another process is playing the run (one writer per run)
+    │   └── TraceWriteError           a run directory cannot be written: full, read-only, uncreatable
     └── TrainingError                 a trainer could not run (no data, bad base model)
 
 Errors caused by *model output* (``ParseError``) are recorded on the step and fed back to the
@@ -102,6 +104,30 @@ class TaskError(AgentRuntimeError):
 
 class TraceError(AgentRuntimeError):
     """A run directory or trace file is missing or unreadable."""
+
+
+class RunLockedError(TraceError):
+    """Another process (or another runtime in this one) is playing the run: two writers would
+    play its steps twice, so the second is refused. ``pid``, ``host`` and ``since`` name the holder
+    (as it wrote them in the run's lock file; None when it had not written them yet)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        pid: int | None = None,
+        host: str | None = None,
+        since: float | None = None,
+        **context: Any,
+    ) -> None:
+        super().__init__(message, **context)
+        self.pid, self.host, self.since = pid, host, since
+
+
+class TraceWriteError(TraceError):
+    """A run directory cannot be written: the disk is full, the file system is read-only, the
+    directory cannot be created or is not ours to write. Nothing is left half-written (files are
+    replaced whole); a run that was playing stays resumable once there is room."""
 
 
 class TrainingError(AgentRuntimeError):

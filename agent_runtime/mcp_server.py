@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from agent_runtime.config import GraphKind, RuntimeConfig, load_config
-from agent_runtime.control import InputReply, InputRequest
-from agent_runtime.errors import AgentRuntimeError, DependencyError
+from agent_runtime.control import MAX_REFUSED, MAX_REPLY_CHARS, InputReply, InputRequest, cut_for_trace
+from agent_runtime.errors import AgentRuntimeError, ConfigError, DependencyError
 from agent_runtime.events import (
     ActionExecuted,
     Event,
@@ -216,12 +216,29 @@ class Answer(BaseModel):
     answer: str = Field(description="the answer to the agent's question")
 
 
+def typed_text(result: Any) -> str:
+    """The free text of an elicitation ``result``: the answer, or the reason of a rejection."""
+    data = getattr(result, "data", None)
+    return data.answer if isinstance(data, Answer) else data.reason if isinstance(data, Confirmation) else ""
+
+
+#: How many times a user is asked again after a reply too long to take; then the run waits.
+ELICIT_TRIES = 3
+
+
 def elicited_reply(request: InputRequest, result: Any) -> InputReply:
     """The run's reply from an elicitation ``result`` (accepted with data, declined, cancelled).
-    A takeover cannot happen over MCP (there is no pause tool): it is handed straight back."""
+    A takeover cannot happen over MCP (there is no pause tool): it is handed straight back. An
+    answer or reason longer than a reply carries is a :class:`ConfigError` saying the limit."""
     data = getattr(result, "data", None)
     if request.kind == "takeover":
         return InputReply.resume()
+    text = typed_text(result)
+    if len(text) > MAX_REPLY_CHARS:
+        raise ConfigError(
+            f"the reply is {len(text):,} characters, over the {MAX_REPLY_CHARS:,}-character limit",
+            hint="answer again, shorter",
+        )
     if isinstance(data, Answer) and data.answer.strip():
         return InputReply.answer(data.answer)
     if isinstance(data, Confirmation):
@@ -303,9 +320,21 @@ def build_server(tools: RuntimeTools) -> "MCPServer":
                     sent += 1  # MCP: progress must increase with each notification
                     await ctx.report_progress(sent, None, message)
 
-            async def elicit(request: InputRequest) -> InputReply:
+            async def elicit(request: InputRequest) -> InputReply | None:
+                """The user's reply; a reply too long to take is asked again (the trace keeps a
+                bounded prefix of it), and after ELICIT_TRIES of those, None: the run waits."""
                 schema: type[BaseModel] = Answer if request.kind == "ask" else Confirmation
-                return elicited_reply(request, await ctx.elicit(request.describe(), schema))
+                message, refused = request.describe(), []
+                for _ in range(ELICIT_TRIES):
+                    result = await ctx.elicit(message, schema)
+                    try:
+                        reply = elicited_reply(request, result)
+                    except ConfigError as exc:
+                        refused.append(cut_for_trace(typed_text(result), exc.message))
+                        message = f"Your reply was not taken: {exc.message}. {request.describe()}"
+                        continue
+                    return reply.model_copy(update={"refused": refused[-MAX_REFUSED:]})
+                return None
 
             def play() -> RunFinished | None:
                 final = None
@@ -313,7 +342,9 @@ def build_server(tools: RuntimeTools) -> "MCPServer":
                     final = event if isinstance(event, RunFinished) else final
                     anyio.from_thread.run(report, event)
                     if isinstance(event, InputRequested):
-                        runtime.respond(event.request.id, anyio.from_thread.run(elicit, event.request))
+                        reply = anyio.from_thread.run(elicit, event.request)
+                        if reply is not None:  # else no reply: the run ends waiting, resumable
+                            runtime.respond(event.request.id, reply)
                 return final
 
             try:
@@ -323,6 +354,10 @@ def build_server(tools: RuntimeTools) -> "MCPServer":
                 raise
             except AgentRuntimeError as exc:
                 raise tool_error(exc) from None
+            except Exception as exc:  # a bug: say what it was, not just that the tool failed
+                raise ToolError(
+                    f"internal error: {type(exc).__name__}: {exc} (this is a bug; please report it)"
+                ) from exc
         if final is None:
             raise ToolError("the run ended without a result")
         return run_summary(final)

@@ -19,6 +19,7 @@ from agent_runtime.config import RuntimeConfig
 from agent_runtime.device import Device
 from agent_runtime.errors import AgentRuntimeError, ConfigError, TraceError
 from agent_runtime.events import Notice
+from agent_runtime.runlock import LOCK_NAME
 from agent_runtime.traces import LoadedRun, RunRecord, StepRecord, Usage
 
 if TYPE_CHECKING:
@@ -108,6 +109,8 @@ def _last_write(run_dir: Path) -> float:
     """When a killed run last wrote anything: the newest mtime among its files."""
     newest = 0.0
     for path in (*run_dir.glob("*"), *run_dir.glob("screens/*")):
+        if path.name == LOCK_NAME:  # written by this resume as it locked the run, not by the run
+            continue
         try:
             if path.is_file():
                 newest = max(newest, path.stat().st_mtime)

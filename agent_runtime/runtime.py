@@ -35,11 +35,20 @@ rewrite are counted from calls.jsonl and its time up to its last trace write.
 
 Infrastructure errors (a dead model server after its retries, a lost device) end the run with
 status ``"error"`` — recorded in run.json and returned, not raised. Bugs are recorded and raised.
+A runs folder that refuses a write (full, read-only) is a ``TraceWriteError``, recorded when
+run.json can still be written, raised when not. A run stopped while a person was asked — the
+consumer left at the question, a reply refused, a failure applying it — ends ``waiting`` with
+the request still pending, never ``running`` or ``error``.
+
+One process plays a run at a time: it holds the run directory's lock
+(:mod:`agent_runtime.runlock`) from before the run is read to after its last write; another
+``run``/``resume`` of it meanwhile gets a ``RunLockedError`` naming the holder.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import shutil
 import sqlite3
 import threading
@@ -64,9 +73,10 @@ from agent_runtime.config import (
 )
 from agent_runtime.control import InputReply, InputRequest, as_reply
 from agent_runtime.device import Device
-from agent_runtime.errors import AgentRuntimeError, ConfigError, TraceError
+from agent_runtime.errors import AgentRuntimeError, ConfigError, TraceError, TraceWriteError
 from agent_runtime.events import Event, InputRequested, Notice, RunFinished, RunStarted
 from agent_runtime.resume import Totals, carried_totals, check_checkpoint, restore_device, with_totals
+from agent_runtime.runlock import RunLock
 from agent_runtime.traces import (
     RunRecord,
     RunStatus,
@@ -76,12 +86,13 @@ from agent_runtime.traces import (
     find_run,
     load_run,
     new_run_id,
+    storage_error,
 )
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-    from agent_runtime.evaluation.check import TaskCheck
+    from agent_runtime.evaluation.check import Outcome, RunCheck
     from agent_runtime.graphs.context import RunContext
 
 _ROLE_TEMPLATES: dict[str, str] = {
@@ -125,16 +136,34 @@ class RunResult(BaseModel):
         """True: SimPhone's check passed; False: it failed; None: the run could not be checked."""
         return self.verification.verified if self.verification is not None else None
 
+    @property
+    def outcome(self) -> Outcome:
+        """One word, the check outranking the claim: ``verified``, ``failed_check``,
+        ``unverified`` (a claimed success nothing checked), ``failed``, … (see
+        :func:`~agent_runtime.evaluation.check.outcome`)."""
+        from agent_runtime.evaluation.check import outcome
+
+        return outcome(self.status, self.success, self.verification)
+
     def __str__(self) -> str:
-        """One line: status, steps, the answer or the reason, and where the trace is.
+        """The line ``agent-runtime run`` ends with (the check's finding first), then the trace.
 
         >>> print(RunResult(run_id="r", task="t", status="error", success=False, run_dir=Path("runs/r"),
         ...                 reason="no model server"))
         error after 0 steps: no model server (trace: runs/r)
+        >>> print(RunResult(run_id="r", task="t", status="completed", success=True, steps=1,
+        ...                 run_dir=Path("r"), verification=Verification(detail="adb")))
+        unverified after 1 step: the agent says it is done; nothing checked it (not checked: adb) (trace: r)
         """
-        what = f"{self.status} after {self.steps} step{'s' * (self.steps != 1)}"
-        detail = f"answer: {self.answer}" if self.answer else self.reason
-        return f"{what}{': ' + detail if detail else ''} (trace: {self.run_dir})"
+        from agent_runtime.evaluation.check import summary_line
+
+        v = self.verification
+        line = summary_line(
+            self.status, self.success, self.steps, reason=self.reason, answer=self.answer, verification=v
+        )
+        if v is not None and v.detail and (v.checked or self.success) and self.status != "error":
+            line += f" ({'check' if v.checked else 'not checked'}: {v.detail})"
+        return f"{line} (trace: {self.run_dir})"
 
     def summary(self) -> dict[str, Any]:
         """The object ``agent-runtime run --json`` prints."""
@@ -143,6 +172,7 @@ class RunResult(BaseModel):
             "success": self.success,
             "status": self.status,
             "verified": self.verified,
+            "outcome": self.outcome,
             "verification": self.verification.model_dump() if self.verification else None,
             "answer": self.answer,
             "steps": self.steps,
@@ -164,12 +194,15 @@ def finished_verification(final: RunFinished) -> Verification | None:
 def finished_summary(final: RunFinished) -> dict[str, Any]:
     """The object ``agent-runtime run --json`` prints for a finished run (MCP's ``run_task``
     returns it too): its outcome, and its check from run.json."""
+    from agent_runtime.evaluation.check import outcome
+
     verification = finished_verification(final)
     return {
         "run_id": final.run_id,
         "success": final.success,
         "status": final.status,
         "verified": verification.verified if verification else None,
+        "outcome": outcome(final.status, final.success, verification),
         "verification": verification.model_dump() if verification else None,
         "answer": final.answer,
         "steps": final.steps,
@@ -198,6 +231,7 @@ class Runtime:
         runs_dir: Path | str | None = None,
     ) -> None:
         self.config = config if config is not None else load_config()
+        self._config_given = config is not None
         self.runs_dir = runs_directory(runs_dir if runs_dir is not None else self.config.runs.dir)
         unknown = set(models or {}) - set(ROLES)
         if unknown:
@@ -385,54 +419,26 @@ class Runtime:
 
     # -- the run loop ---------------------------------------------------------------------------
     def _prepare(
-        self, task: str | None, resume: str | None, device: Device | str | None, max_steps: int | None
+        self,
+        task: str | None,
+        resume: str | None,
+        device: Device | str | None,
+        max_steps: int | None,
+        reply: InputReply | None = None,
     ) -> _Plan:
-        """Validate the request and pick run id, directory and device — before anything is written."""
+        """Validate the request and pick run id, directory and device — before anything is written.
+
+        A resumed run is locked first (:mod:`agent_runtime.runlock`: one process plays a run),
+        then read, so what is checked is what this process will continue."""
         if resume is not None:
             run_dir = find_run(self.runs_dir, resume)
-            loaded = load_run(run_dir)
-            previous = loaded.run
-            if previous.status not in _RESUMABLE:
-                raise ConfigError(
-                    f"run {previous.run_id} already ended with status {previous.status!r}",
-                    hint="only runs that were interrupted or stopped by an error can be resumed",
-                )
-            if not (run_dir / "checkpoint.sqlite").is_file():
-                raise TraceError(f"run {previous.run_id} has no checkpoint.sqlite to resume from")
-            values = check_checkpoint(run_dir, previous.run_id)
-            kind = (previous.config.get("graph") or {}).get("kind", "mobile_agent_v3")
-            if kind not in GRAPH_KINDS:
-                raise TraceError(f"run {previous.run_id} was played by an unknown graph kind {kind!r}")
-            dev, owned = self._device(device, previous.device.get("spec"))
-            plan = _Plan(
-                previous.run_id,
-                run_dir,
-                previous.task,
-                self.config.graph.max_steps,
-                dev,
-                owned,
-                previous,
-                {s.step for s in loaded.steps},
-                carried_totals(loaded),
-                kind=kind,
-                interventions={i.request_id for i in loaded.interventions},
-            )
+            lock = RunLock.acquire(run_dir)
             try:
-                plan.check = _resumed_check(plan)
-                plan.notices = restore_device(
-                    dev,
-                    owned=owned,
-                    run_dir=run_dir,
-                    run_id=previous.run_id,
-                    started_on=previous.device.get("spec", "?"),
-                    written=plan.written,
-                    steps=loaded.steps,
-                    values=values,
-                )
+                plan = self._prepare_resume(run_dir, device, reply)
             except BaseException:
-                if owned:
-                    dev.close()
+                lock.release()
                 raise
+            plan.lock = lock
             return plan
         if not task or not task.strip():
             raise ConfigError("the task is empty", hint="describe what the agent should do")
@@ -449,19 +455,69 @@ class Runtime:
             run_id, self.runs_dir / run_id, task, limit, dev, owned, check=check, kind=self.config.graph.kind
         )
         if check is not None:
-            plan.notices.append(
-                Notice(
-                    message=f"this is SimPhone task {check.label} ({check.task.goal!r}): the phone is set "
-                    "up for it and the result is checked when the run ends"
-                )
-            )
+            from agent_runtime.evaluation.check import StateChangeCheck
+
+            level = "warning" if isinstance(check, StateChangeCheck) else "info"
+            plan.notices.append(Notice(message=check.notice, level=level))
         else:
             plan.unchecked = unchecked
         return plan
 
-    def _plan_check(self, task: str, device: Device | str | None) -> tuple[TaskCheck | None, str]:
-        """The SimPhone task instance a new run plays when the runtime builds an in-process SimPhone
-        itself (see :mod:`agent_runtime.evaluation.check`); else None and why it cannot be checked."""
+    def _prepare_resume(self, run_dir: Path, device: Device | str | None, reply: InputReply | None) -> _Plan:
+        """A resumed run's plan (its directory locked by the caller): resumable, its checkpoint
+        this run's, ``reply`` one its pending request accepts, its device put back."""
+        loaded = load_run(run_dir)
+        previous = loaded.run
+        if previous.status not in _RESUMABLE:
+            raise ConfigError(
+                f"run {previous.run_id} already ended with status {previous.status!r}",
+                hint="only runs that were interrupted or stopped by an error can be resumed",
+            )
+        if not (run_dir / "checkpoint.sqlite").is_file():
+            raise TraceError(f"run {previous.run_id} has no checkpoint.sqlite to resume from")
+        values = check_checkpoint(run_dir, previous.run_id)
+        if reply is not None and values.get("request") is not None:
+            # A reply the request does not accept is refused now: the run stays waiting.
+            as_reply(reply).check(InputRequest.model_validate(values["request"]))
+        kind = (previous.config.get("graph") or {}).get("kind", "mobile_agent_v3")
+        if kind not in GRAPH_KINDS:
+            raise TraceError(f"run {previous.run_id} was played by an unknown graph kind {kind!r}")
+        dev, owned = self._device(device, previous.device.get("spec"))
+        plan = _Plan(
+            previous.run_id,
+            run_dir,
+            previous.task,
+            self.config.graph.max_steps,
+            dev,
+            owned,
+            previous,
+            {s.step for s in loaded.steps},
+            carried_totals(loaded),
+            kind=kind,
+            interventions={i.request_id for i in loaded.interventions},
+        )
+        try:
+            plan.check = _resumed_check(plan)
+            plan.notices = restore_device(
+                dev,
+                owned=owned,
+                run_dir=run_dir,
+                run_id=previous.run_id,
+                started_on=previous.device.get("spec", "?"),
+                written=plan.written,
+                steps=loaded.steps,
+                values=values,
+            )
+        except BaseException:
+            if owned:
+                dev.close()
+            raise
+        return plan
+
+    def _plan_check(self, task: str, device: Device | str | None) -> tuple[RunCheck | None, str]:
+        """What judges a new run when the runtime builds an in-process SimPhone itself, on the
+        phone the run asks for (see :mod:`agent_runtime.evaluation.check`); else None and why it
+        cannot be checked."""
         if isinstance(device, Device):
             return None, "the device was handed to the runtime, which cannot set it up for a check"
         from agent_runtime.devices.registry import split_spec
@@ -475,7 +531,7 @@ class Runtime:
             return None, ""  # the device refuses the spec with a usage error
         from agent_runtime.evaluation.check import plan_check
 
-        return plan_check(task, None if seed is None else int(seed))
+        return plan_check(task, None if seed is None else int(seed)), ""
 
     def _choose_models(self) -> None:
         """Once, before the first new run: fall back to the demo model if nothing is configured."""
@@ -489,13 +545,20 @@ class Runtime:
 
             self.config, self._demo = demo_model.choose(self.config)
 
+    def _chosen_by(self) -> str:
+        """What named this runtime's models, in words: a config file, the configuration given
+        in Python, or the environment (never "the config" when no file was read)."""
+        if self.config.source is not None:
+            return str(self.config.source)
+        return "the RuntimeConfig given to Runtime" if self._config_given else "AGENT_RUNTIME_* variables"
+
     def _model_notices(self, spec: str, callers: Mapping[str, Any]) -> Iterator[Notice]:
         """Say which model plays when it is the demo model; convert and load in-process GGUF
         models before the first step, one clean line each, instead of inside the first call."""
         from agent_runtime import demo_model
 
         if demo_model.uses_demo(self.config):
-            yield Notice(message=demo_model.notice(spec, fallback=bool(self._demo)))
+            yield Notice(message=demo_model.notice(spec, fallback=bool(self._demo), where=self._chosen_by()))
         seen: set[str] = set()
         for role in callers:
             cfg = self.config.model_for(role)  # type: ignore[arg-type]
@@ -579,7 +642,7 @@ class Runtime:
         from agent_runtime.models.cancel import RunCancelled
         from agent_runtime.telemetry import RunTelemetry, open_telemetry
 
-        plan = self._prepare(task, resume, device, max_steps)
+        plan = self._prepare(task, resume, device, max_steps, reply)
         writer: TraceWriter | None = None
         conn: sqlite3.Connection | None = None
         ctx: RunContext | None = None
@@ -588,10 +651,22 @@ class Runtime:
         stopped_by: BaseException | None = None
         started = time.time()
         base = plan.base
+        app: Any = None
+        graph_config: RunnableConfig = {"configurable": {"thread_id": plan.run_id}}
 
         def progress() -> None:  # a step committed: run.json's totals so far
             if record is not None and ctx is not None and writer is not None:
                 writer.write_run(with_totals(record, base, ctx, started, steps=len(ctx.steps_written)))
+
+        def asking() -> InputRequest | None:
+            """The request the run stopped on, when it stopped while a person was asked (or
+            their reply applied): whatever failed there, the request is still pending."""
+            if app is None or record is None or ctx is None or record.status != "running":
+                return None
+            try:
+                return _pending_request(app.get_state(graph_config))
+            except Exception:  # the checkpoint cannot be read: not known to be waiting
+                return None
 
         try:
             telemetry = open_telemetry(self.config, plan.run_id)
@@ -600,6 +675,8 @@ class Runtime:
             callers = self._callers(plan.run_id, lambda rec: sink[0].record_call(rec), plan.kind)
             observation = {role: caller.model_config.observation for role, caller in callers.items()}
             _check_tree(plan.device, callers)
+            if plan.lock is None:  # a new run: its directory is made and locked at once
+                plan.lock = RunLock.acquire(plan.run_dir, create=True)
             writer = TraceWriter(plan.run_dir, sensitive=self.config.memory.sensitive)
             ctx = RunContext(
                 run_id=plan.run_id,
@@ -649,7 +726,6 @@ class Runtime:
                 device=info.spec,
                 resumed=plan.previous is not None,
             )
-            graph_config: RunnableConfig = {"configurable": {"thread_id": plan.run_id}}
             yield from plan.notices
             if plan.previous is None:
                 yield from self._model_notices(info.spec, callers)
@@ -658,6 +734,7 @@ class Runtime:
             limit = (graph_input or app.get_state(graph_config).values).get("max_steps", plan.max_steps)
             graph_config["recursion_limit"] = limit * 6 + 20
             command: Any = graph_input
+            answered: str | None = None
             if reply is not None:  # resume(run_id, reply=...): the answer to the pending request
                 pending = _pending_request(app.get_state(graph_config))
                 if pending is None:
@@ -666,19 +743,12 @@ class Runtime:
                     )
                 else:
                     command = Command(resume=as_reply(reply).check(pending).model_dump(mode="json"))
-                    ctx.replying = True
-            waiting = yield from self._play(app, graph_config, ctx, command, on_input)
+                    ctx.replying, answered = True, pending.id
+            waiting = yield from self._play(app, graph_config, ctx, command, on_input, answered)
             final = app.get_state(graph_config).values
             ctx.close()
             if waiting is not None:
-                record = self._finish(
-                    record,
-                    base,
-                    ctx,
-                    started,
-                    status="waiting",
-                    reason=f"waiting for a person: {waiting.describe()}",
-                )
+                record = self._finish(record, base, ctx, started, status="waiting", reason=_waits(waiting))
             else:
                 status: RunStatus = final.get("status") or "error"
                 verification = (
@@ -710,7 +780,14 @@ class Runtime:
             # The run stops where it is, resumable from its last checkpoint.
             if not isinstance(exc, RunCancelled) and not (cancel is not None and cancel.is_set()):
                 # The consumer stopped early, or code raised KeyboardInterrupt (no signal): like
-                # a killed process, the run stays "running" (resumable).
+                # a killed process, the run stays "running" (resumable) — unless it was asking
+                # a person (the consumer left at the question): then it waits for the answer.
+                pending = asking()
+                if pending is not None and record is not None and ctx is not None:
+                    ctx.close()
+                    record = self._finish(
+                        record, base, ctx, started, status="waiting", reason=_waits(pending)
+                    )
                 raise
             if cancel is not None:
                 cancel.set()  # whatever is still in flight (the Notetaker) stops too
@@ -725,41 +802,60 @@ class Runtime:
                 raise
             if isinstance(exc, KeyboardInterrupt):
                 raise RunInterrupted(record.run_id, plan.run_dir, record.steps) from None
-        except AgentRuntimeError as exc:
-            stopped_by = exc
-            if record is None or ctx is None:
-                _discard(plan, writer)
-                raise
-            ctx.close()
-            record = self._finish(
-                record, base, ctx, started, status="error", reason=exc.message, error=exc.to_dict()
-            )
         except Exception as exc:
-            stopped_by = exc
+            # What the run's own errors, and a runs folder that refuses a write (an OSError, a
+            # checkpoint's sqlite3 error), end in: one named error, recorded when it can be.
+            fault = exc if isinstance(exc, AgentRuntimeError) else _storage_fault(exc, plan.run_dir)
+            stopped_by = fault or exc
             if record is None or ctx is None:
                 _discard(plan, writer)
-            if record is not None and ctx is not None:
-                ctx.close()
+                if fault is None or fault is exc:
+                    raise
+                raise fault from None
+            pending = asking()
+            ctx.close()
+            if fault is not None:
+                error = fault.to_dict()
+                if pending is not None:  # a refused reply, an unwritable answer: the request stays
+                    reason = f"{_waits(pending)} (the reply could not be taken: {fault.message})"
+                    record = self._finish(
+                        record, base, ctx, started, status="waiting", reason=reason, error=error
+                    )
+                else:
+                    record = self._finish(
+                        record, base, ctx, started, status="error", reason=fault.message, error=error
+                    )
+            else:
                 error = {
                     "type": type(exc).__name__,
                     "message": str(exc),
                     "hint": "this is a bug; please report it",
                 }
-                record = self._finish(
-                    record, base, ctx, started, status="error", reason=f"internal error: {exc}", error=error
-                )
-            raise
+                if pending is not None:  # a bug while a person was asked (an on_input that raised): it waits
+                    record = self._finish(
+                        record, base, ctx, started, status="waiting", reason=_waits(pending), error=error
+                    )
+                else:
+                    reason = f"internal error: {exc}"
+                    record = self._finish(
+                        record, base, ctx, started, status="error", reason=reason, error=error
+                    )
+                raise
         finally:
-            if ctx is not None:
-                ctx.close()
-            if telemetry is not None:  # after close(): a Notetaker call still in flight is in
-                telemetry.end_run(record, ctx.totals()[0] if ctx is not None else None, error=stopped_by)
-            if writer is not None:
-                writer.close()
-            if conn is not None:
-                conn.close()
-            if plan.owned:
-                plan.device.close()
+            try:
+                if ctx is not None:
+                    ctx.close()
+                if telemetry is not None:  # after close(): a Notetaker call still in flight is in
+                    telemetry.end_run(record, ctx.totals()[0] if ctx is not None else None, error=stopped_by)
+                if writer is not None:
+                    writer.close()
+                if conn is not None:
+                    conn.close()
+                if plan.owned:
+                    plan.device.close()
+            finally:
+                if plan.lock is not None:  # last: every write of this run is done
+                    plan.lock.release()
         result = RunResult(
             run_id=record.run_id,
             task=record.task,
@@ -787,10 +883,20 @@ class Runtime:
         return result
 
     def _play(
-        self, app: Any, graph_config: RunnableConfig, ctx: RunContext, command: Any, on_input: OnInput | None
+        self,
+        app: Any,
+        graph_config: RunnableConfig,
+        ctx: RunContext,
+        command: Any,
+        on_input: OnInput | None,
+        answered: str | None = None,
     ) -> Generator[Event, None, InputRequest | None]:
         """Stream the graph from ``command`` to its end, answering each request it stops on (its
-        ``human`` node's ``interrupt()``); returns the request no one answered, if it waits."""
+        ``human`` node's ``interrupt()``); returns the request no one answered, if it waits.
+
+        ``answered``: the id of the request ``command`` replies to. When the graph stops again on
+        the request just answered, the reply could not be taken (``InputRequest.refused`` says
+        why): the run waits for another reply instead of asking the same source again at once."""
         from langgraph.types import Command
 
         while True:
@@ -802,13 +908,15 @@ class Runtime:
             waiting = _pending_request(app.get_state(graph_config))
             if waiting is None:
                 return None
+            if waiting.id == answered and waiting.refused:
+                return waiting
             asked = time.monotonic()
             answer = yield from self._person(waiting, on_input)
             ctx.started += time.monotonic() - asked  # a time budget does not count the person's time
             if answer is None:
                 return waiting  # the run waits, resumable
             command = Command(resume=answer.model_dump(mode="json"))
-            ctx.replying = True
+            ctx.replying, answered = True, waiting.id
 
     def _person(
         self, request: InputRequest, on_input: OnInput | None
@@ -861,6 +969,12 @@ class Runtime:
         )
         ctx.writer.write_run(done)
         return done
+
+
+def _waits(request: InputRequest) -> str:
+    """A waiting run's reason: what it waits for (and why the last reply was not taken)."""
+    refused = f" (the last reply could not be taken: {request.refused})" if request.refused else ""
+    return f"waiting for a person: {request.describe()}{refused}"
 
 
 def _pending_request(snapshot: Any) -> InputRequest | None:
@@ -962,9 +1076,29 @@ def _sigint_unwatch(cancel: threading.Event) -> None:
 
 def _discard(plan: _Plan, writer: TraceWriter | None) -> None:
     """A new run that failed before its run.json was written leaves no empty run directory."""
-    if plan.previous is None and writer is not None:
-        writer.close()
+    if plan.previous is None and (writer is not None or plan.lock is not None):
+        if writer is not None:
+            writer.close()
         shutil.rmtree(plan.run_dir, ignore_errors=True)
+
+
+#: OSErrors that say a file could not be written: no space (or quota), too big, read-only, denied.
+_STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+def _storage_fault(exc: Exception, run_dir: Path) -> TraceWriteError | None:
+    """``exc`` as the runs folder refusing a write — an OSError (no space, read-only, no
+    permission), or the checkpoint's sqlite3 error saying so — else None (it is a bug)."""
+    if isinstance(exc, OSError) and not isinstance(exc, ConnectionError) and exc.errno in _STORAGE_ERRNOS:
+        return storage_error(exc, exc.filename or run_dir)
+    text = str(exc).lower()
+    refusals = ("disk is full", "readonly database", "read-only", "unable to open database", "disk i/o error")
+    if isinstance(exc, sqlite3.OperationalError) and any(r in text for r in refusals):
+        return TraceWriteError(
+            f"cannot write {run_dir / 'checkpoint.sqlite'}: {exc}",
+            hint="free some space or make the runs directory writable, then resume the run",
+        )
+    return None
 
 
 @dataclass
@@ -982,27 +1116,30 @@ class _Plan:
     base: Totals = field(default_factory=Totals)
     #: What restoring a resumed run's device had to say (yielded once the run has started).
     notices: list[Notice] = field(default_factory=list)
-    #: The SimPhone task instance the run plays and is checked against at its end, if any.
-    check: TaskCheck | None = None
+    #: What judges the run at its end on the SimPhone built for it, if anything can.
+    check: RunCheck | None = None
     #: Why the run cannot be checked (when ``check`` is None).
     unchecked: str = "this run plays no SimPhone task, so nothing could check it"
     #: The graph kind the run plays (a resumed run: the one it started with).
     kind: GraphKind = "mobile_agent_v3"
     #: Ids of the requests a resumed run already recorded in interventions.jsonl.
     interventions: set[str] = field(default_factory=set)
+    #: The run directory's lock, held from before the run is read to after its last write.
+    lock: RunLock | None = None
 
 
-def _resumed_check(plan: _Plan) -> TaskCheck | None:
-    """A resumed run's task instance (named in its run.json), set up on the fresh SimPhone the
-    runtime built for it — before its steps are replayed — so that the replay and the check
-    see the phone the run started with."""
+def _resumed_check(plan: _Plan) -> RunCheck | None:
+    """A resumed run's check (named in its run.json), prepared on the fresh SimPhone the runtime
+    built for it — before its steps are replayed — so that the replay and the check see the
+    phone the run started with."""
     from agent_runtime.evaluation.check import resumed_check
     from agent_runtime.simphone import SimPhone
 
-    check = resumed_check(plan.previous.verification if plan.previous else None)
-    if check is None or not (plan.owned and isinstance(plan.device, SimPhone)):
+    if plan.previous is None or not (plan.owned and isinstance(plan.device, SimPhone)):
         return None
-    check.task.setup(plan.device)
+    check = resumed_check(plan.previous.verification, plan.task, plan.device.seed)
+    if check is not None:
+        check.prepare(plan.device)
     return check
 
 

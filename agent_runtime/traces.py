@@ -8,6 +8,7 @@ A run directory looks like::
         calls.jsonl     one CallRecord per role call (including re-asks)
         screens/NNNN.png  observation N (0 = before step 0; N+1 = after step N)
         checkpoint.sqlite LangGraph checkpoints (resume)
+        run.lock        held by the one process playing the run (:mod:`agent_runtime.runlock`)
 
 JSONL files are append-only and flushed after every record, so a killed process leaves every
 finished line readable; when a step commits, both files are also fsynced (:meth:`TraceWriter.sync`),
@@ -27,6 +28,8 @@ Images inside recorded messages are stored as references (``{"type": "image_ref"
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import os
@@ -40,7 +43,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent_runtime.errors import TraceError
+from agent_runtime.errors import TraceError, TraceWriteError
 from agent_runtime.tracing import Redactor
 
 SCHEMA_VERSION = 1
@@ -107,11 +110,20 @@ class CallRecord(_Record):
         return self.parse_error is None and self.parsed is not None
 
 
+#: What reached a step's verdict (see :class:`Verdict`).
+VerdictSource = Literal["reflector", "screen_diff", "device", "format", "person", "guard"]
+
+
 class Verdict(BaseModel):
     """The Reflector's judgement of one step, in the one shape the step in progress, its
     :class:`StepRecord` and the run's verdict event all share.
 
     ``outcome`` is the Mobile-Agent-v3 letter: A success (or partial), B wrong page, C no change.
+    ``source`` says who or what reached it, so a reader knows how much it says: ``reflector``
+    (a model judged the step), ``screen_diff`` (no Reflector: only whether the screen changed —
+    no judgement of the action), ``device`` (the device reported a failure), ``format`` (no
+    parseable reply), ``person`` / ``guard`` (a request settled it); None in traces written
+    before it was recorded.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -119,16 +131,17 @@ class Verdict(BaseModel):
     outcome: Literal["A", "B", "C"]
     success: bool
     feedback: str = ""
+    source: VerdictSource | None = None
 
     @classmethod
-    def of(cls, outcome: str, feedback: str = "") -> Verdict:
+    def of(cls, outcome: str, feedback: str = "", *, source: VerdictSource | None = None) -> Verdict:
         """A verdict whose ``success`` follows from its letter (only A succeeds; a letter other
         than A, B or C is a validation error).
 
-        >>> Verdict.of("B", "opened Clock")
-        Verdict(outcome='B', success=False, feedback='opened Clock')
+        >>> Verdict.of("B", "opened Clock", source="reflector")
+        Verdict(outcome='B', success=False, feedback='opened Clock', source='reflector')
         """
-        return cls(outcome=outcome, success=outcome == "A", feedback=feedback)
+        return cls(outcome=outcome, success=outcome == "A", feedback=feedback, source=source)
 
 
 class StepRecord(_Record):
@@ -172,6 +185,9 @@ class InterventionRecord(_Record):
     decision: str
     by: str = Field("person", description="person | guard | yes | default")
     text: str = Field("", description="the answer, or why the action was rejected")
+    refused: list[str] = Field(
+        default_factory=list, description="replies refused before this one (torn or too long), each cut"
+    )
     asked_at: float
     answered_at: float
     before_screen: str | None = None
@@ -264,28 +280,94 @@ def dumps(data: Any, indent: int | None = None) -> str:
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def storage_error(exc: OSError, path: Path | str, doing: str = "write") -> TraceWriteError:
+    """``exc`` (an OSError writing ``path``) as one paragraph: what could not be done and why,
+    and what to do about it (no space, a read-only file system, no permission, …)."""
+    code = exc.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        why, hint = "the disk is full", "free some space (or pass --runs-dir DIR on another disk)"
+    elif code == errno.EROFS:
+        why = "the file system is read-only"
+        hint = "pass --runs-dir DIR on a writable disk, or set [runs] dir"
+    elif code in (errno.EACCES, errno.EPERM):
+        why, hint = "permission denied", "pass --runs-dir DIR you can write to, or set [runs] dir"
+    else:
+        why = exc.strerror or str(exc)
+        hint = "check the runs directory (pass --runs-dir DIR to use another one)"
+    return TraceWriteError(f"cannot {doing} {path}: {why}", hint=hint)
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Write ``path`` whole or not at all (a temporary file, then ``os.replace``): a reader never
+    sees half of it, and a full disk leaves the old version (and no temporary) behind."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise storage_error(exc, path) from None
+
+
 def _replace_run_json(run_dir: Path, text: str) -> None:
     """Write run.json atomically: a reader never sees a half-written file."""
-    tmp = run_dir / "run.json.tmp"
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, run_dir / "run.json")
+    replace_file(run_dir / "run.json", text.encode("utf-8"))
+
+
+class _Appender:
+    """One append-only JSONL file: a record is appended whole or not at all — a write cut short
+    (no space left) is cut back off, so the file never holds half a line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+    def append(self, data: bytes) -> None:
+        size = os.fstat(self._fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, size)
+            raise storage_error(exc, self.path) from None
+
+    def sync(self) -> None:
+        if self._fd >= 0:
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise storage_error(exc, self.path) from None
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
 
 
 class TraceWriter:
-    """Writes one run directory. One writer per run; appends are safe from several threads
-    (the Notetaker's call is recorded from a worker thread). ``sensitive`` values are redacted
-    from every record (see :class:`Redactor`)."""
+    """Writes one run directory. One writer per run (the run's lock, :mod:`agent_runtime.runlock`,
+    sees to that); appends are safe from several threads (the Notetaker's call is recorded from a
+    worker thread). ``sensitive`` values are redacted from every record (see :class:`Redactor`).
+
+    Every write is whole or absent: run.json and screens are replaced atomically, a JSONL record
+    that could not be written entirely is cut back off. A write the disk refuses (full, read-only,
+    no permission) is a :class:`~agent_runtime.errors.TraceWriteError`."""
 
     def __init__(self, run_dir: Path, *, sensitive: Iterable[str] = ()) -> None:
         self.dir = Path(run_dir)
-        (self.dir / "screens").mkdir(parents=True, exist_ok=True)
         self.redactor = Redactor(sensitive)
         self._lock = threading.Lock()
-        for name in ("steps.jsonl", "calls.jsonl", "interventions.jsonl"):
-            repair_tail(self.dir / name)
-        self._steps = open(self.dir / "steps.jsonl", "a", encoding="utf-8")  # noqa: SIM115
-        self._calls = open(self.dir / "calls.jsonl", "a", encoding="utf-8")  # noqa: SIM115
-        self._interventions = open(self.dir / "interventions.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        try:
+            (self.dir / "screens").mkdir(parents=True, exist_ok=True)
+            for name in ("steps.jsonl", "calls.jsonl", "interventions.jsonl"):
+                repair_tail(self.dir / name)
+            self._steps = _Appender(self.dir / "steps.jsonl")
+            self._calls = _Appender(self.dir / "calls.jsonl")
+            self._interventions = _Appender(self.dir / "interventions.jsonl")
+        except OSError as exc:
+            raise storage_error(exc, exc.filename or self.dir) from None
 
     def _dump(self, record: BaseModel, indent: int | None = None) -> str:
         data = record.model_dump(mode="json")
@@ -298,11 +380,10 @@ class TraceWriter:
         with self._lock:
             _replace_run_json(self.dir, text)
 
-    def _append(self, fh: Any, record: BaseModel) -> None:
-        line = self._dump(record) + "\n"
+    def _append(self, out: _Appender, record: BaseModel) -> None:
+        line = (self._dump(record) + "\n").encode("utf-8")
         with self._lock:
-            fh.write(line)
-            fh.flush()
+            out.append(line)
 
     def append_step(self, record: StepRecord) -> None:
         self._append(self._steps, record)
@@ -314,13 +395,11 @@ class TraceWriter:
         self._append(self._interventions, record)
 
     def sync(self) -> None:
-        """fsync steps.jsonl and calls.jsonl: called when a step commits, so a power cut loses
-        at most the step in flight (every record is already flushed to the OS when written)."""
+        """fsync the JSONL files: called when a step commits, so a power cut loses at most the
+        step in flight (every record is already written to the OS when appended)."""
         with self._lock:
-            for fh in (self._steps, self._calls, self._interventions):
-                if not fh.closed:
-                    fh.flush()
-                    os.fsync(fh.fileno())
+            for out in (self._steps, self._calls, self._interventions):
+                out.sync()
 
     def save_screen(self, index: int, png: bytes, *, tag: str = "") -> str:
         """Store observation ``index``; returns its ref (``screens/0003.png``). Idempotent.
@@ -331,7 +410,7 @@ class TraceWriter:
         ref = f"screens/{index:04d}{'-' + tag if tag else ''}.png"
         path = self.dir / ref
         if not path.exists():
-            path.write_bytes(png)
+            replace_file(path, png)
         return ref
 
     def close(self) -> None:

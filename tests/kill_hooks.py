@@ -46,9 +46,9 @@ def install(hook: str) -> None:
 
         def append_step(self: TraceWriter, record: StepRecord) -> None:
             if record.step == target:
-                line = self._dump(record) + "\n"
-                self._steps.write(line[: len(line) // 2])
-                self._steps.flush()
+                line = (self._dump(record) + "\n").encode()
+                with open(self.dir / "steps.jsonl", "ab") as torn:  # half a record, as if killed mid-write
+                    torn.write(line[: len(line) // 2])
                 _die()
             append(self, record)
 

@@ -463,7 +463,9 @@ def test_a_bad_reply_from_on_input_is_a_clear_error_and_the_request_stays_pendin
     runtime, model = team(tmp_path, send_script())
     task = send_task()
     result = runtime.run(task.goal, device=f"simphone:{SEND_SEED}", on_input=lambda r: "yes")  # type: ignore[arg-type,return-value]
-    assert result.status == "error" and result.error is not None
+    # Refused, not an error: the request is still pending and the run waits for a proper reply.
+    assert result.status == "waiting" and result.error is not None
+    assert read_run_record(Path(result.run_dir) / "run.json").status == "waiting"
     assert "not a reply to the run's request: 'yes'" in result.error["message"]
     assert "InputReply.approve()" in result.error["hint"]
     again, _ = team(tmp_path, {}, model)

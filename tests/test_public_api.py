@@ -55,7 +55,9 @@ PUBLIC = {
     "ParseError",
     "TaskError",
     "TraceError",
+    "TraceWriteError",
     "TrainingError",
+    "RunLockedError",
 }
 
 

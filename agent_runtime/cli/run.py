@@ -5,11 +5,14 @@ whether that was *verified*. A run on SimPhone whose task is a SimPhone task ins
 is an instance's goal, or ``--task-id TEMPLATE/SEED``) is checked at its end by the task's own
 check (:mod:`agent_runtime.evaluation.check`); any other run's success is a claim, not verified.
 
-Exit codes (:func:`exit_code`, the one rule): 0 when the check passed, or — when nothing could
-check the run — the agent claimed success (the final line then says "claimed, not verified";
-``--json`` carries ``"verified": null``); 1 when the run failed, gave up, ran out of steps,
-stopped on an infrastructure error, or its check failed (a refuted claim); 2 for usage and
-configuration errors; 130 when interrupted (Ctrl-C). The check outranks the claim.
+Exit codes (:func:`exit_code`, the one rule): 0 only when a check confirmed the goal; 3 when
+the agent claimed success and nothing could check it (the final line starts with "unverified";
+``--json`` carries ``"verified": null`` and ``"outcome": "unverified"``); 1 when the run failed,
+gave up, ran out of steps, stopped on an infrastructure error, or its check failed (a refuted
+claim: the line starts with "failed"); 2 for usage and configuration errors; 130 when
+interrupted (Ctrl-C). The check outranks the claim, and a script never reads an unchecked claim
+as a success. 75 when another process is playing the run (``--resume`` of a run in flight;
+:data:`agent_runtime.cli.EXIT_LOCKED`): nothing was played or written.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from agent_runtime.cli import guarded
+from agent_runtime.evaluation.check import outcome, summary_line
 from agent_runtime.events import (
     ActionExecuted,
     Event,
@@ -48,17 +52,18 @@ if TYPE_CHECKING:
 
 
 #: ``agent-runtime run``'s exit codes (see the module docstring and :func:`exit_code`).
-EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_UNVERIFIED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def exit_code(status: str, success: bool, verification: Verification | None) -> int:
-    """The exit code of a finished run: the check when there was one, else the agent's claim.
+    """The exit code of a finished run: the check when there was one, else the agent's claim,
+    which alone is never a success (:data:`EXIT_UNVERIFIED`).
 
     >>> from agent_runtime.traces import Verification
     >>> exit_code("completed", True, Verification(checked=True, success=False))
     1
     >>> exit_code("completed", True, Verification(checked=False))
-    0
+    3
     >>> exit_code("error", False, None)
     1
     """
@@ -68,19 +73,22 @@ def exit_code(status: str, success: bool, verification: Verification | None) -> 
         return EXIT_FAILURE
     if verification is not None and verification.checked:
         return EXIT_SUCCESS if verification.success else EXIT_FAILURE
-    return EXIT_SUCCESS if success else EXIT_FAILURE
-
-
-def checker_name(by: str | None) -> str:
-    """``simphone:ClockStartTimer/3`` → ``SimPhone (ClockStartTimer/3)``."""
-    if by and by.startswith("simphone:"):
-        return f"SimPhone ({by.removeprefix('simphone:')})"
-    return by or "the check"
+    return EXIT_UNVERIFIED if success else EXIT_FAILURE
 
 
 def _short(obj: Any, limit: int = 100) -> str:
     text = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+#: What each kind of request asks at the terminal (printed as plain text, not rich markup).
+_PROMPTS = {
+    "confirm": "  approve? [y]es / [n]o [reason] / [t]ake over: ",
+    "ask": "  your answer (empty: decline): ",
+    "takeover": "  press Enter to hand the device back… ",
+}
+#: What a confirmation accepts, said when the answer was something else.
+_ACCEPTED = "please answer y (run it), n [reason] (do not run it) or t (take over the device)"
 
 
 class LiveView:
@@ -104,7 +112,7 @@ class LiveView:
     def show(self, event: Event) -> None:
         if isinstance(event, RunStarted):
             verb = "resuming" if event.resumed else "run"
-            self.say(f"[bold]{verb} {event.run_id}[/] · {escape(event.task)} · {event.device}")
+            self.say(f"[bold]{verb} {event.run_id}[/] · {escape(event.task)} · {escape(event.device)}")
             self.status.update("retrieving knowledge and planning…")
         elif isinstance(event, Notice):
             color = "yellow" if event.level == "warning" else "dim"
@@ -124,8 +132,13 @@ class LiveView:
         elif isinstance(event, VerdictEvent):
             color = "green" if event.success else "red"
             feedback = f" — {escape(_short(event.feedback))}" if event.feedback else ""
-            verdict = "SUCCESS" if event.success else "FAILURE"
-            self.say(f"  verdict   [{color}]{event.outcome} {verdict}[/]{feedback}")
+            if event.source == "screen_diff":  # no Reflector judged the step: only what was seen
+                self.say(f"  observed  {'screen changed' if event.success else 'no change'}{feedback}")
+            elif event.source == "device":
+                self.say(f"  observed  [red]action failed[/]{feedback}")
+            else:
+                verdict = "SUCCESS" if event.success else "FAILURE"
+                self.say(f"  verdict   [{color}]{event.outcome} {verdict}[/]{feedback}")
             self.status.update(f"step {event.step}: updating the plan…")
         elif isinstance(event, NotesEvent) and event.used and event.added:
             self.say(f"  notes     + {escape(_short('; '.join(event.added)))}")
@@ -135,47 +148,68 @@ class LiveView:
 
     def ask(self, request: InputRequest, safety: SafetyConfig) -> InputReply:
         """Ask the person at the terminal (stdin): y / n [reason] / t(ake over) for a
-        confirmation, a line for a question, Enter to end a pause. At the end of stdin the
-        request is settled as in a run no one attends, and the view says so."""
-        from agent_runtime.control import InputReply, unattended_reply
+        confirmation, a line for a question, Enter to end a pause.
+
+        Whatever is typed cannot crash the run (see :mod:`agent_runtime.cli.typed`): an answer
+        the prompt does not accept is asked again, saying what it accepts; a line cut inside a
+        character or too long is asked again too, and the reply carries a bounded prefix of it
+        for the trace (``InputReply.refused``). At the end of stdin the request is settled as in
+        a run no one attends, and the view says so."""
+        from agent_runtime.control import MAX_REFUSED, unattended_reply
 
         self.status.stop()
+        refused: list[str] = []
         try:
             self.say(f"[bold magenta]? {escape(request.describe())}[/]")
-            if request.kind == "confirm":
-                if request.action is not None:
-                    self.say(f"  action    {escape(_short(request.action))}")
-                line = self._line("  approve? [y]es / [n]o [reason] / [t]ake over: ")
-                if line is not None:
-                    word, _, rest = line.strip().partition(" ")
-                    choice = word.lower().rstrip(":,")
-                    if choice in ("y", "yes"):
-                        return InputReply.approve()
-                    if choice in ("t", "take", "takeover"):
-                        self._line("  the device is yours; press Enter when you are done… ")
-                        return InputReply.takeover()
-                    return InputReply.reject(rest.strip() if choice in ("n", "no") else line.strip())
-            elif request.kind == "ask":
-                line = self._line("  your answer (empty: decline): ")
-                if line is not None:
-                    return InputReply.answer(line.strip()) if line.strip() else InputReply.reject()
-            elif self._line("  press Enter to hand the device back… ") is not None:
-                return InputReply.resume()
+            if request.kind == "confirm" and request.action is not None:
+                self.say(f"  action    {escape(_short(request.action))}")
+            while (line := self._line(_PROMPTS[request.kind], refused)) is not None:
+                reply = self._reply(request, line)
+                if reply is not None:
+                    return reply.model_copy(update={"refused": refused[-MAX_REFUSED:]})
+                self.say(f"[yellow]  {escape(_ACCEPTED)}[/]")
             reply = unattended_reply(request, safety)
             self.say(f"[yellow]no answer (end of input): {reply.decision}, as in an unattended run[/]")
-            return reply
+            return reply.model_copy(update={"refused": refused[-MAX_REFUSED:]})
         finally:
             self.status.start()
 
-    def _line(self, prompt: str) -> str | None:
-        """A line from stdin after ``prompt`` (None at the end of input)."""
+    def _reply(self, request: InputRequest, line: str) -> InputReply | None:
+        """The reply ``line`` gives to ``request``; None when the prompt does not accept it."""
+        from agent_runtime.control import InputReply
+
+        if request.kind == "ask":
+            return InputReply.answer(line.strip()) if line.strip() else InputReply.reject()
+        if request.kind == "takeover":
+            return InputReply.resume()
+        word, _, rest = line.strip().partition(" ")
+        choice = word.lower().rstrip(":,")
+        if choice in ("y", "yes"):
+            return InputReply.approve()
+        if choice in ("n", "no"):
+            return InputReply.reject(rest.strip())
+        if choice in ("t", "take", "takeover"):
+            self._line("  the device is yours; press Enter when you are done… ", [])
+            return InputReply.takeover()
+        return None
+
+    def _line(self, prompt: str, refused: list[str]) -> str | None:
+        """A line from stdin after ``prompt`` (None at the end of input). A line the reader
+        refuses (torn, too long) is noted in ``refused`` and asked for again. The prompt and
+        the echo are plain text: ``[y]es`` is not rich markup, nor is what the person typed."""
         import sys
 
-        self.console.print(prompt, end="", highlight=False)
-        line = sys.stdin.readline()
-        if not sys.stdin.isatty():
-            self.console.print(escape(line.rstrip("\n")) if line else "", highlight=False)  # no echo
-        return line.rstrip("\n") if line else None
+        from agent_runtime.cli.typed import read_line
+
+        while True:
+            self.console.print(prompt, end="", markup=False, highlight=False)
+            typed = read_line()
+            if not (sys.stdin is not None and sys.stdin.isatty()):  # no echo from a pipe: show it
+                self.console.print(_short(typed.text, 200) if typed else "", markup=False, highlight=False)
+            if typed is None or not typed.refused:
+                return typed.text if typed else None
+            refused.append(typed.kept)
+            self.say(f"[yellow]  that reply was not taken: {escape(typed.refused)}; please type it again[/]")
 
     def _role(self, event: RoleOutputEvent) -> None:
         latency = (
@@ -200,7 +234,7 @@ class LiveView:
         elif event.role == "rag":
             self.say(f"  knowledge {escape(_short(out.get('knowledge') or '(none)'))}")
         elif event.role == "reflector":
-            self.say(f"  reflector {out.get('outcome')} {latency}")
+            self.say(f"  reflector {escape(str(out.get('outcome')))} {latency}")
 
 
 def register(app: typer.Typer) -> None:
@@ -272,10 +306,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run a task on a device with the configured roles; stream progress; write a trace.
 
-        On SimPhone a task that is a SimPhone task instance (its goal's text, or --task-id) is
-        checked when the run ends; any other run's success is only claimed. Exit codes: 0 verified
-        success, or claimed success that nothing could check ("claimed, not verified"); 1 failure,
-        error or a failed check; 2 usage error; 130 interrupted.
+        On SimPhone every run is checked when it ends: a SimPhone task instance (its goal's text,
+        or --task-id) by its own check; a goal a template can express in other words ("Set an
+        alarm for 6:45") by that template's check on this phone; any other goal by what the run
+        changed on the phone (said before the run starts, with the closest templates). Exit
+        codes: 0 verified success; 1 failure, error or a failed check; 2 usage error; 3 the agent
+        says it is done but nothing could check it ("unverified"; a real phone or a desktop);
+        130 interrupted.
 
         A person stays in control: before a sensitive or off-task action the run asks on the
         terminal (y / n [reason] / t to take over), a question from the agent waits for your
@@ -348,6 +385,7 @@ def register(app: typer.Typer) -> None:
         except BaseException:
             restore()
             unpause()
+            events.close()  # now, not at garbage collection: a run left at a question waits for it
             raise
         restore()
         unpause()
@@ -509,23 +547,20 @@ def _report(console: Console, final: RunFinished, verification: Verification | N
             highlight=False,
         )
         return
-    answer = f" — answer: {escape(final.answer)}" if final.answer else ""
-    reason = f" ({escape(final.reason)})" if final.reason else ""
+    kind = outcome(final.status, final.success, verification)
+    colors = {"verified": "green", "achieved": "green", "unverified": "yellow"}
+    line = summary_line(
+        final.status,
+        final.success,
+        final.steps,
+        reason=final.reason,
+        answer=final.answer,
+        verification=verification,
+    )
+    word, sep, rest = line.partition(" after ")
+    console.print(f"[bold {colors.get(kind, 'red')}]{word}[/]{sep}{escape(rest)}", highlight=False)
     checked = verification is not None and verification.checked
-    why = escape(verification.detail) if verification is not None and verification.detail else ""
-    checker = escape(checker_name(verification.by if verification else None))
-    if checked and verification is not None and verification.success:
-        color = "green"
-        check = f" — verified by {checker}" if final.success else f" — yet {checker} finds the goal achieved"
-    elif checked:
-        color = "red"
-        check = f" — failed the check: {checker}" if final.success else f" — checked by {checker}"
-    elif final.success:
-        color, check = "yellow", " — claimed, not verified"
-    else:
-        color, check = "red", ""
-    steps = f"{final.steps} step{'s' * (final.steps != 1)}"
-    console.print(f"[bold {color}]{final.status}[/] after {steps}{reason}{check}{answer}", highlight=False)
-    if why and (checked or final.success):
-        console.print(f"  {'check' if checked else 'not checked'}: {why}", highlight=False)
+    if verification is not None and verification.detail and (checked or final.success):
+        what = "check" if checked else "not checked"
+        console.print(f"  {what}: {escape(verification.detail)}", highlight=False)
     console.print(f"  trace: {final.run_dir}", highlight=False)

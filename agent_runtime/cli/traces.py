@@ -41,10 +41,15 @@ ConfigOpt = Annotated[
 
 
 def _runs_dir(runs_dir: Path | None, config: Path | None) -> Path:
-    if runs_dir is not None:
-        return runs_dir.expanduser()
-    from agent_runtime.config import load_config
+    """``--runs-dir``, else the configuration's. The ``AGENT_RUNTIME_*`` variables are checked
+    either way, exactly as ``run`` checks them: a misspelt one is refused, not ignored."""
+    import os
 
+    from agent_runtime.config import check_environment, load_config
+
+    if runs_dir is not None:
+        check_environment(os.environ)
+        return runs_dir.expanduser()
     return load_config(config).runs.dir.expanduser()
 
 
@@ -297,7 +302,7 @@ def register(app: typer.Typer) -> None:
             console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
 
     def _check_line(r: RunRecord) -> str:
-        from agent_runtime.cli.run import checker_name
+        from agent_runtime.evaluation.check import checker_name
         from agent_runtime.traces import verification_of
 
         v = verification_of(r)

@@ -68,7 +68,7 @@ def build_graph(
     if kind == TEAM:
         g.add_edge(START, "rag")
         g.add_conditional_edges("reflect", route_after_reflect, ["plan", "finish"])
-        g.add_conditional_edges("human", route_after_human, ["execute", "plan", "act", "finish"])
+        g.add_conditional_edges("human", route_after_human, ["execute", "plan", "act", "finish", "human"])
         return g.compile(checkpointer=checkpointer)
     g.add_node("advance", advance_node)
     if kind == "hi_agent":
@@ -77,7 +77,7 @@ def build_graph(
         g.add_edge(START, "high")
         g.add_conditional_edges("high", hi_agent.route_after_high, ["low", "human", "advance"])
         g.add_conditional_edges("low", hi_agent.route_after_low, ["execute", "human", "advance"])
-        g.add_conditional_edges("human", route_after_human, ["execute", "advance", "high"])
+        g.add_conditional_edges("human", route_after_human, ["execute", "advance", "high", "human"])
         g.add_conditional_edges("reflect", route_after_reflect, ["advance"])
         g.add_conditional_edges("advance", route_after_advance, ["high", "finish"])
     else:
@@ -85,9 +85,9 @@ def build_graph(
         g.add_edge(START, "single")
         g.add_conditional_edges("single", single.route_after_single, ["execute", "human", "advance"])
         after_human = (
-            ["execute", "advance", "single", "plan", "act", "finish"]
+            ["execute", "advance", "single", "plan", "act", "finish", "human"]
             if team
-            else ["execute", "advance", "single"]
+            else ["execute", "advance", "single", "human"]
         )
         g.add_conditional_edges("human", route_after_human, after_human)
         after_reflect = ["advance", "plan", "finish"] if team else ["advance"]

@@ -23,10 +23,12 @@ from functools import wraps
 from typing import Any, Literal, Protocol
 
 from langgraph.types import interrupt
+from pydantic import ValidationError
 
 from agent_runtime.actions import Action
 from agent_runtime.control import InputReply, InputRequest, unattended_reply
-from agent_runtime.events import InputAnswered
+from agent_runtime.errors import AgentRuntimeError
+from agent_runtime.events import InputAnswered, Notice
 from agent_runtime.graphs.context import RunContext
 from agent_runtime.graphs.shared import TEAM, WHO, Ctx
 from agent_runtime.graphs.state import AgentState, Step
@@ -65,6 +67,7 @@ def confirmation_request(
         task="\n".join([state["task"], *(a["answer"] for a in state.get("answers", []))]),
         plan=[*state.get("plan", []), *state.get("completed", [])],
         flagged_by=flagged_by(pending),
+        refused=state.get("refused_effects", []),
         config=safety,
     )
     if not (found.off_task if safety.ask == "off_task" else found.flagged):
@@ -78,6 +81,8 @@ def confirmation_request(
         target=found.target,
         sensitive=found.sensitive,
         off_task=found.off_task,
+        effects=found.effects,
+        refused_before=found.refused,
         screen=pending.before_screen,
     )
 
@@ -115,19 +120,44 @@ def pausable(node: Node) -> Node:
 
 
 def human_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
-    """Ask the person (or decide unattended), then apply the reply."""
-    ctx, emit = runtime.context, runtime.stream_writer
+    """Ask the person (or decide unattended), then apply the reply.
+
+    A reply that cannot be applied — one the request does not accept, a device that fails when
+    the person hands it back, an answer the trace cannot store — is not half-applied: the request
+    goes back to this node, pending, with why it was refused (``InputRequest.refused``), and the
+    runtime leaves the run waiting for another reply. (Raising instead would leave LangGraph's
+    record of the reply behind, and the next resume would take that reply again unasked.)"""
+    ctx = runtime.context
     raw = state.get("request")
     if raw is None:
         raise RuntimeError("the human node ran without a request")
     request = InputRequest.model_validate(raw)
-    if ctx.attended or ctx.replying:
-        ctx.replying = False
-        reply = InputReply.model_validate(interrupt(raw)).check(request)
-    else:
-        reply = unattended_reply(request, ctx.config.safety)
+    if request.refused_before and not request.refused:
+        # The person's "no" was to the effect, not to one route to it: it is not asked again.
+        again = InputReply.reject(f"you refused to {', '.join(request.refused_before)} earlier in this run")
+        return _apply(ctx, state, request, again, runtime)
+    if not (ctx.attended or ctx.replying or request.refused):
+        return _apply(ctx, state, request, unattended_reply(request, ctx.config.safety), runtime)
+    ctx.replying = False
+    answer = interrupt(raw)
+    try:
+        reply = InputReply.model_validate(answer).check(request)
+        return _apply(ctx, state, request, reply, runtime)
+    except (AgentRuntimeError, ValidationError) as exc:
+        why = exc.message if isinstance(exc, AgentRuntimeError) else exc.errors()[0]["msg"]
+        runtime.stream_writer(
+            Notice(
+                level="warning", message=f"the reply could not be taken ({why}); the request is still pending"
+            )
+        )
+        return {"request": request.model_copy(update={"refused": why}).model_dump(mode="json")}
+
+
+def _apply(
+    ctx: RunContext, state: AgentState, request: InputRequest, reply: InputReply, runtime: Ctx
+) -> dict[str, Any]:
+    """The run after ``reply``: the intervention on record, the step settled as it says."""
     answered = time.time()
-    emit(InputAnswered(request_id=request.id, kind=request.kind, decision=reply.decision, by=reply.by))
     update: dict[str, Any] = {"request": None, "interventions": state.get("interventions", 0) + 1}
     record = InterventionRecord(
         step=request.step,
@@ -140,6 +170,7 @@ def human_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         decision=reply.decision,
         by=reply.by,
         text=reply.text,
+        refused=list(reply.refused),
         asked_at=request.asked_at,
         answered_at=answered,
         before_screen=request.screen,
@@ -152,6 +183,9 @@ def human_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         record = record.model_copy(update={"after_screen": ref})
         update["screen"] = ref
     ctx.write_intervention(record)
+    runtime.stream_writer(
+        InputAnswered(request_id=request.id, kind=request.kind, decision=reply.decision, by=reply.by)
+    )
     pending = state.get("pending")
     if request.kind == "takeover" or pending is None:
         return update
@@ -174,6 +208,9 @@ def human_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     if reply.decision == "approve":
         return update | {"pending": pending}
     if reply.decision == "reject":
+        if reply.by == "person" and request.effects:
+            refused = state.get("refused_effects", [])
+            update["refused_effects"] = list(dict.fromkeys([*refused, *request.effects]))
         who = "the person" if reply.by == "person" else "the runtime"
         why = f": {reply.text}" if reply.text else ""
         verdict = Verdict.of(
@@ -191,16 +228,21 @@ def _judged(
     ctx: RunContext, state: AgentState, pending: Step, verdict: Verdict, update: dict[str, Any]
 ) -> dict[str, Any]:
     """The step ends here, not executed: its verdict folded into history and failures."""
+    by = (pending.confirmation or {}).get("by", "person")
+    verdict = verdict.model_copy(update={"source": "person" if by == "person" else "guard"})
     pending = pending.model_copy(update={"verdict": verdict})
     return update | {"pending": pending} | account(ctx, state, pending)
 
 
 def route_after_human(
     state: AgentState,
-) -> Literal["execute", "plan", "advance", "act", "high", "single", "finish"]:
+) -> Literal["execute", "plan", "advance", "act", "high", "single", "finish", "human"]:
     """Approved: execute. Settled without executing: the step is committed by the planner (or
-    ``advance``). After a pause: the step starts again, looking at the screen afresh."""
+    ``advance``). After a pause: the step starts again, looking at the screen afresh. A reply
+    that could not be taken: ask again."""
     kind = state.get("graph", TEAM)
+    if state.get("request") is not None:
+        return "human"
     pending = state.get("pending")
     if pending is None:
         return ACTING[kind]  # type: ignore[return-value]
