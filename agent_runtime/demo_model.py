@@ -65,8 +65,9 @@ def device_name(spec: str) -> str:
     return "SimPhone" if spec.split(":", 1)[0] == "simphone" else spec
 
 
-def notice(device_spec: str = "simphone", *, fallback: bool = True) -> str:
-    """The line a run shows when it plays the demo model on ``device_spec``.
+def notice(device_spec: str = "simphone", *, fallback: bool = True, where: str = "the config") -> str:
+    """The line a run shows when it plays the demo model on ``device_spec``; ``where`` names
+    what chose it when it is no fallback (a config file, the RuntimeConfig given to Runtime).
 
     >>> notice("adb") .endswith("(SmolLM2-135M + LoRA, CPU) on adb")
     True
@@ -74,7 +75,7 @@ def notice(device_spec: str = "simphone", *, fallback: bool = True) -> str:
     what = f"the offline demo model (SmolLM2-135M + LoRA, CPU) on {device_name(device_spec)}"
     if fallback:
         return f"no config and no model server: using {what}"
-    return f'using {what} (model = "demo" in the config; point it at a model server for a real model)'
+    return f'using {what} (model = "demo" in {where}; point it at a model server for a real model)'
 
 
 def missing() -> str | None:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from agent_runtime.control import InputRequest
-from agent_runtime.traces import Verdict
+from agent_runtime.traces import Verdict, VerdictSource
 
 
 class _Event(BaseModel):
@@ -79,10 +79,19 @@ class VerdictEvent(_Event):
     outcome: Literal["A", "B", "C"]
     success: bool
     feedback: str = ""
+    #: What reached it (:class:`~agent_runtime.traces.Verdict`'s ``source``): ``screen_diff``
+    #: is only whether the screen changed, not a judgement of the action.
+    source: VerdictSource | None = None
 
     @classmethod
     def of(cls, step: int, verdict: Verdict) -> VerdictEvent:
-        return cls(step=step, outcome=verdict.outcome, success=verdict.success, feedback=verdict.feedback)
+        return cls(
+            step=step,
+            outcome=verdict.outcome,
+            success=verdict.success,
+            feedback=verdict.feedback,
+            source=verdict.source,
+        )
 
 
 class NotesEvent(_Event):

@@ -79,7 +79,7 @@ class ReflectorOutput(_Output):
     @property
     def verdict(self) -> Verdict:
         """The judgement in the shape the graph, the traces and the events share."""
-        return Verdict.of(self.outcome.value, self.error_description)
+        return Verdict.of(self.outcome.value, self.error_description, source="reflector")
 
 
 class NotetakerOutput(_Output):

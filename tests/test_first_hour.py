@@ -111,6 +111,25 @@ def test_the_python_api_with_no_config_behaves_like_run(fresh_user, stub_models)
     assert result.status != "error", result
 
 
+def test_the_python_api_never_credits_a_config_file_that_does_not_exist(fresh_user, stub_models):
+    """The demo model named in Python is said to come from there, not from "the config"."""
+    runtime = Runtime(RuntimeConfig(models={"default": {"model": "demo"}}))
+    notices = [e.message for e in runtime.stream(TASK, max_steps=1) if isinstance(e, Notice)]
+    chosen = [m for m in notices if "offline demo model" in m]
+    assert chosen and all("in the config" not in m for m in chosen), notices
+    assert 'model = "demo" in the RuntimeConfig given to Runtime' in chosen[0]
+
+
+def test_print_result_says_what_simphone_found(fresh_user, stub_models):
+    """``print(result)`` carries the check's finding, as ``run``'s last line does."""
+    result = Runtime().run(TASK, max_steps=1)
+    assert result.verified is False, result
+    line = str(result)
+    assert line.startswith("max_steps after 1 step"), line
+    assert "checked by SimPhone (ClockStartTimer, read from the goal's words)" in line
+    assert "(check: the phone's state does not meet the goal 'Start a 3-minute timer.')" in line
+
+
 def test_a_config_that_names_a_server_never_falls_back(fresh_user):
     cfg = RuntimeConfig(models={"default": {"base_url": "http://127.0.0.1:9/v1", "model": "gui-owl"}})
     assert demo_model.choose(cfg) == (cfg, False)

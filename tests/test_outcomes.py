@@ -1,20 +1,26 @@
-"""A verified success is never confused with the agent's claim: ``run`` checks SimPhone tasks,
-says "claimed, not verified" otherwise, exits by one rule, and trainers do not learn claims.
+"""A verified success is never confused with the agent's claim: ``run`` checks every SimPhone
+run on the phone it used, calls a success nothing could check "unverified" with its own exit
+code, exits by one rule, and trainers do not learn claims.
 
-The CLI runs in-process (typer's CliRunner) against a scripted OpenAI-compatible server.
+Most CLI runs are in-process (typer's CliRunner) against a scripted OpenAI-compatible server;
+the exit-code contract is also checked on a real subprocess, as a script sees it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from agent_runtime.cli import app as cli_app
-from agent_runtime.cli.run import exit_code
+from agent_runtime.cli.run import EXIT_UNVERIFIED, exit_code
+from agent_runtime.runtime import RunResult
 from agent_runtime.simphone.tasks import make_task
 from agent_runtime.simphone.tasks.registry import match_goal, parse_task_id
 from agent_runtime.traces import RunRecord, Verification, load_run, read_run_record
@@ -54,31 +60,64 @@ def one_line(text: str) -> str:
 
 
 def test_claimed_wifi_off_is_checked_and_refuted(tmp_path):
-    """The issue's first task: the agent claims success and Wi-Fi is still on."""
+    """The issue's first task: the agent claims success and Wi-Fi is still on — on the phone
+    the run used (the default one), not on another seed's phone whose goal reads the same."""
     res = run_cli(tmp_path, CLAIM_SUCCESS, "Turn off Wi-Fi", "--json")
-    task = match_goal("Turn off Wi-Fi")
-    assert task is not None and task.name == "SettingsToggle" and task.params["setting"] == "Wi-Fi"
     assert res.exit_code == 1, res.output
     out = json.loads(res.stdout)
     assert out["status"] == "completed" and out["success"] is True  # the claim, as before
-    assert out["verified"] is False
-    assert out["verification"]["by"] == f"simphone:SettingsToggle/{task.seed}"
-    assert "does not meet the goal" in out["verification"]["detail"]
+    assert out["verified"] is False and out["outcome"] == "failed_check"
+    assert out["verification"]["by"] == "simphone:goal:SettingsToggle"
+    assert "does not meet the goal 'Turn off Wi-Fi in Settings.'" in out["verification"]["detail"]
     text = one_line(res.stderr)
-    assert f"this is SimPhone task SettingsToggle/{task.seed}" in text
-    assert "completed after 1 step (the Worker terminated with success) — failed the check: " in text
-    assert f"failed the check: SimPhone (SettingsToggle/{task.seed})" in text
+    assert "SimPhone reads this goal as its SettingsToggle task" in text and "(simphone:0)" in text
+    assert "failed after 1 step (the Worker terminated with success): the agent says it is done" in text
+    assert "failed the check: SimPhone (SettingsToggle, read from the goal's words)" in text
+    assert "completed after" not in text
     record = read_run_record(Path(out["run_dir"]) / "run.json")
     assert record.verification is not None and record.verification.verified is False
-    assert record.device["spec"] == f"simphone:{task.seed}"
+    assert record.device["spec"] == "simphone:0"
 
 
-def test_a_task_no_simphone_task_has_is_claimed_not_verified(tmp_path):
-    res = run_cli(tmp_path, CLAIM_SUCCESS, "Send a message to Ana saying hi")
-    assert res.exit_code == 0, res.output  # an unverifiable claim: exit 0, said so
+def run_subprocess(tmp_path: Path, script: dict[str, object], *args: str, env: dict[str, str] | None = None):
+    """``agent-runtime run`` in its own process, as a script starts it."""
+    cfg = tmp_path / "c.toml"
+    with ScriptedOpenAIServer(script) as srv:
+        cfg.write_text(
+            f'[models.default]\nbase_url = "{srv.base_url}"\nmodel = "scripted"\nretries = 0\n'
+            "timeout_s = 10\n[roles.rag]\nenabled = false\n",
+            encoding="utf-8",
+        )
+        command = [sys.executable, "-m", "agent_runtime.cli", "run", *args, "-c", str(cfg)]
+        return subprocess.run(
+            [*command, "--runs-dir", str(tmp_path / "runs")],
+            cwd=tmp_path,
+            env={**os.environ, "HOME": str(tmp_path), "COLUMNS": "300", **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+
+def test_a_claim_nothing_could_check_is_unverified_with_its_own_exit_code(tmp_path):
+    """A phone over adb (SimPhone served over the adb protocol, as a real phone is reached):
+    nothing can check the run, so the claim is not a success a script could mistake."""
+    pytest.importorskip("adbutils")
+    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.adb.server import AdbServer
+
+    with AdbServer([SimPhone(0)]) as server:
+        port = str(server.port)
+        adb = {"ANDROID_ADB_SERVER_PORT": port, "ADBUTILS_ADB_PATH": "/bin/true"}
+        res = run_subprocess(
+            tmp_path, CLAIM_SUCCESS, "Turn off Wi-Fi", "--device", "adb:emulator-5554", env=adb
+        )
+    assert res.returncode == EXIT_UNVERIFIED == 3, res.stderr
     text = one_line(res.stderr)
-    assert "completed after 1 step (the Worker terminated with success) — claimed, not verified" in text
-    assert "not checked: no SimPhone task has this text" in text and "--task-id" in text
+    final = next(ln for ln in reversed(res.stderr.splitlines()) if " after 1 step" in ln)
+    assert final.startswith("unverified after 1 step (the Worker terminated with success)"), final
+    assert "the agent says it is done; nothing checked it" in final and "completed" not in final
+    assert "not checked: only SimPhone tasks can be checked; this run's device is adb:emulator-5554" in text
     assert "verified by" not in text
     run_dir = next((tmp_path / "runs").iterdir())
     record = read_run_record(run_dir / "run.json")
@@ -89,7 +128,7 @@ def test_a_task_no_simphone_task_has_is_claimed_not_verified(tmp_path):
     row = json.loads(listed.stdout)
     assert row["success"] is True and row["verified"] is None
     shown = runner.invoke(cli_app, ["traces", "show", record.run_id, "--runs-dir", str(tmp_path / "runs")])
-    assert "check: claimed, not verified — no SimPhone task has this text" in one_line(shown.stdout)
+    assert "check: claimed, not verified — only SimPhone tasks can be checked" in one_line(shown.stdout)
     # and trainers do not take the claim as a positive
     samples = collect_samples(tmp_path / "runs").samples
     assert samples and all(s.outcome == "unknown" and s.outcome_source == "agent" for s in samples)
@@ -121,8 +160,20 @@ def test_wrong_answer_to_a_question_fails_the_check(tmp_path):
     res = run_cli(tmp_path, script, "What is Aiden Holm's phone number?")
     assert res.exit_code == 1, res.output
     text = one_line(res.stderr)
-    assert "failed the check: SimPhone (ContactsPhoneQuestion/" in text
+    assert "failed the check: SimPhone (ContactsPhoneQuestion, read from the goal's words)" in text
     assert "does not match the expected" in text
+
+
+def test_a_text_no_template_has_is_judged_by_the_phone_and_refuted(tmp_path):
+    """Nothing changed on the phone, so the claim is refuted — and the run said before it
+    started that no template expresses the goal, naming the closest."""
+    res = run_cli(tmp_path, CLAIM_SUCCESS, "Add a note saying buy milk")
+    assert res.exit_code == 1, res.output
+    text = one_line(res.stderr)
+    said_first = text.split("failed after")[0]
+    assert "no SimPhone task template expresses this goal (closest: NotesCreate" in said_first
+    assert "failed the check: SimPhone (the phone's state change)" in text
+    assert "check: nothing on the phone changed" in text
 
 
 def test_task_id_usage_errors_exit_2(tmp_path):
@@ -138,16 +189,16 @@ def test_task_id_usage_errors_exit_2(tmp_path):
     assert parse_task_id("SettingsToggle:3") == parse_task_id("SettingsToggle/3") == ("SettingsToggle", 3)
 
 
-def test_a_seeded_phone_only_matches_its_own_instances(tmp_path):
+def test_a_seeded_phone_is_the_phone_the_goal_is_checked_on(tmp_path):
     task = match_goal("Turn off Wi-Fi")
     same = match_goal("turn OFF  wi-fi in settings.")
     assert task is not None and same is not None and (same.name, same.seed) == (task.name, task.seed)
-    assert match_goal("Turn off Wi-Fi", seed=0) is None  # SettingsToggle/0 is another toggle
-    res = run_cli(tmp_path, CLAIM_SUCCESS, "Turn off Wi-Fi", "--device", "simphone:0")
-    assert res.exit_code == 0, res.output
-    text = one_line(res.stderr)
-    assert "claimed, not verified" in text
-    assert f"SimPhone task SettingsToggle/{task.seed} has this text, but this phone is simphone:0" in text
+    assert match_goal("Turn off Wi-Fi", seed=7) is None  # SettingsToggle/7 is another toggle
+    res = run_cli(tmp_path, CLAIM_SUCCESS, "Turn off Wi-Fi", "--device", "simphone:7", "--json")
+    assert res.exit_code == 1, res.output
+    out = json.loads(res.stdout)
+    assert out["verification"]["by"] == "simphone:goal:SettingsToggle"
+    assert read_run_record(Path(out["run_dir"]) / "run.json").device["spec"] == "simphone:7"
 
 
 @pytest.mark.parametrize(
@@ -155,8 +206,8 @@ def test_a_seeded_phone_only_matches_its_own_instances(tmp_path):
     [
         ("completed", True, Verification(checked=True, success=True), 0),
         ("completed", True, Verification(checked=True, success=False), 1),
-        ("completed", True, Verification(), 0),
-        ("completed", True, None, 0),
+        ("completed", True, Verification(), 3),
+        ("completed", True, None, 3),
         ("failed", False, Verification(), 1),
         ("max_steps", False, Verification(checked=True, success=True), 0),
         ("error", False, None, 1),
@@ -178,3 +229,23 @@ def test_run_json_without_verification_still_loads(tmp_path):
     assert record.verification is None and record.success is True
     shown = runner.invoke(cli_app, ["traces", "show", "old", "--runs-dir", str(tmp_path / "runs")])
     assert shown.exit_code == 0 and "claimed, not verified" in shown.stdout
+
+
+def test_print_result_says_what_the_cli_says(tmp_path):
+    """The Python API's one line is the CLI's summary, the check's finding first."""
+    refuted = Verification(
+        checked=True, success=False, by="simphone:goal:ClockAddAlarm", detail="no 6:45 alarm"
+    )
+    result = RunResult(
+        run_id="r", task="Set an alarm for 6:45", status="completed", success=True, steps=2,
+        run_dir=tmp_path, reason="the Worker terminated with success", verification=refuted,
+    )  # fmt: skip
+    line = str(result)
+    assert line.startswith(
+        "failed after 2 steps (the Worker terminated with success): the agent says it is done"
+    )
+    assert "failed the check: SimPhone (ClockAddAlarm, read from the goal's words)" in line
+    assert "(check: no 6:45 alarm)" in line and result.outcome == "failed_check"
+    assert result.summary()["outcome"] == "failed_check"
+    unchecked = result.model_copy(update={"verification": Verification(detail="the device is adb")})
+    assert str(unchecked).startswith("unverified after 2 steps") and unchecked.outcome == "unverified"

@@ -237,7 +237,9 @@ def test_reflector_failure_without_error_section_uses_the_outcome_text():
     out = reflector.parse_reflector("Outcome: B - opened the Clock app instead")
     assert out.outcome is Outcome.B and out.error_description == "opened the Clock app instead"
     assert not out.success
-    assert out.verdict == Verdict(outcome="B", success=False, feedback="opened the Clock app instead")
+    assert out.verdict == Verdict(
+        outcome="B", success=False, feedback="opened the Clock app instead", source="reflector"
+    )
 
 
 # -- Notetaker + NoteStore ------------------------------------------------------------------------
@@ -406,11 +408,12 @@ def test_events_round_trip_through_their_union():
     ):
         assert EVENT_ADAPTER.validate_python(event.to_dict()) == event
     # The one Verdict type builds the event; the stream keeps its flat fields.
-    built = VerdictEvent.of(2, Verdict.of("B", "wrong page")).to_dict()
+    built = VerdictEvent.of(2, Verdict.of("B", "wrong page", source="reflector")).to_dict()
     assert {k: v for k, v in built.items() if k != "time"} == {
         "type": "verdict",
         "step": 2,
         "outcome": "B",
         "success": False,
         "feedback": "wrong page",
+        "source": "reflector",
     }

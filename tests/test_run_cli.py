@@ -64,6 +64,7 @@ def test_run_succeeds_with_json_summary(tmp_path):
         "success",
         "status",
         "verified",
+        "outcome",
         "verification",
         "answer",
         "steps",
@@ -71,9 +72,9 @@ def test_run_succeeds_with_json_summary(tmp_path):
         "costs",
     }
     assert out["success"] is True and out["status"] == "completed" and out["steps"] == 1
-    # "Open Settings" is no SimPhone task: a claim, not verified (still exit 0), and it says why
-    assert out["verified"] is None and out["verification"]["checked"] is False
-    assert "no SimPhone task has this text" in out["verification"]["detail"]
+    # "Open Settings" is no SimPhone template: judged on the phone by the app in front at the end
+    assert out["verified"] is True and out["outcome"] == "verified"
+    assert out["verification"]["detail"] == "Settings is in front"
     loaded = load_run(tmp_path / out["run_dir"])
     assert (
         loaded.run.device["spec"] == "simphone:3"

@@ -222,7 +222,8 @@ def test_arun_and_device_spec_strings(tmp_path):
         "answer": None,
         "steps": 1,
         "run_dir": str(result.run_dir),
-        "verified": None,  # "Stop" is no SimPhone task: nothing could check the claim
+        "verified": False,  # "Stop" names no template: judged by what changed on the phone (nothing)
+        "outcome": "failed_check",
         "verification": result.verification.model_dump() if result.verification else None,
     }
 

@@ -1,25 +1,33 @@
-"""Checking a run: which SimPhone task instance a run plays, and whether it was achieved.
+"""Checking a run: what SimPhone checks a run against, and whether it was achieved.
 
-A run is checkable when it plays a SimPhone task instance on a phone set up for it: the task
-text is an instance's goal (:func:`~agent_runtime.simphone.tasks.registry.match_goal`, or
-``agent-runtime run --task-id TEMPLATE/SEED``) and the device is an in-process SimPhone the
-runtime builds itself (``simphone`` or ``simphone:SEED``). The phone is then built as that
-instance's phone (the instance's seed, :meth:`Task.setup` applied) and at the end of the run the
-task's ``is_successful`` judges it from app state (or the answer) — the same check the eval
-harness uses. Anything else (a real phone, a desktop, a Device object handed in, a text no
-instance has) cannot be checked: the run's success is then only the agent's claim, and
-:class:`~agent_runtime.traces.Verification` says why it was not checked.
+A run is checkable when it plays on an in-process SimPhone the runtime builds itself
+(``simphone`` or ``simphone:SEED``). Its phone is always the one the run asks for — seed 0, or
+SEED — never another seed's phone. What judges the run at its end depends on the task text,
+tried in this order (:func:`plan_check`):
 
-**Which instance.** On ``simphone`` (no seed) the lowest seed whose goal is the text is used
-and the phone is built with that seed; on ``simphone:SEED`` only that seed's instances count
-(the phone stays the one asked for), so ``run "TEXT" --device simphone:7`` is checked only when
-instance ``…/7`` has that goal.
+1. :class:`TaskCheck` — the text is the goal of *this* phone's instance of a template (or the
+   run was started with ``--task-id TEMPLATE/SEED``, which picks the phone): the phone is set up
+   for the instance (:meth:`Task.setup`) and the task's ``is_successful`` judges it, as in eval.
+2. :class:`GoalCheck` — a template can express the text in other words ("Set an alarm for
+   6:45", "Text Nina Dubois: running late"): :mod:`~agent_runtime.simphone.tasks.freetext`
+   reads it into the template's parameters, the phone is set up for it when the words give all
+   the setup needs, and that template's check judges the run's phone.
+3. :class:`StateChangeCheck` — no template expresses it ("Add a note saying buy milk"): the
+   run is judged by what it changed in the apps' data
+   (:mod:`~agent_runtime.simphone.tasks.statecheck`), and the run says so before it starts,
+   naming the closest templates.
+
+Anything else (a real phone, a desktop, a Device object handed in) cannot be checked: a success
+is then only the agent's claim, and :class:`~agent_runtime.traces.Verification` says why.
+:func:`outcome` and :func:`summary_line` turn a finished run and its check into the words the
+CLI and ``print(result)`` both use.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+import json
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_runtime.traces import Verification
 
@@ -27,43 +35,185 @@ if TYPE_CHECKING:
     from agent_runtime.device import Device
     from agent_runtime.simphone import SimPhone
     from agent_runtime.simphone.tasks import Task
+    from agent_runtime.simphone.tasks.freetext import ParsedGoal
+    from agent_runtime.simphone.tasks.statecheck import Snapshot
+
+#: How a finished run stands, for scripts: the check's word first, then the claim's.
+Outcome = Literal[
+    "verified",
+    "failed_check",
+    "unverified",
+    "achieved",
+    "not_achieved",
+    "failed",
+    "error",
+    "interrupted",
+    "waiting",
+]
 
 
-@dataclass(frozen=True)
-class TaskCheck:
-    """A SimPhone task instance a run plays and is checked against at its end."""
+class RunCheck(ABC):
+    """What judges a run at its end, on the phone built for the run (see the module doc)."""
 
-    task: Task
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
 
     @property
+    @abstractmethod
     def by(self) -> str:
-        """The checker's name in run.json: ``simphone:TEMPLATE/SEED``."""
-        return f"simphone:{self.task.name}/{self.task.seed}"
+        """The checker's name in run.json (a resumed run finds its check by it)."""
 
     @property
-    def label(self) -> str:
-        """``TEMPLATE/SEED``."""
-        return f"{self.task.name}/{self.task.seed}"
+    @abstractmethod
+    def notice(self) -> str:
+        """What the run says about its check before its first step."""
+
+    @abstractmethod
+    def prepare(self, phone: SimPhone) -> None:
+        """Get ``phone`` (fresh, the run's seed) ready to be judged: called before the run, and
+        before a resumed run's steps are replayed."""
+
+    @abstractmethod
+    def verify(self, phone: Device, answer: str | None) -> Verification:
+        """Judge the run on ``phone`` at its end."""
 
     def phone(self, **options: Any) -> SimPhone:
-        """A fresh phone for the instance: its seed, the device options, the task's setup."""
+        """A fresh phone for the run: its seed, the device options, :meth:`prepare` applied."""
         from agent_runtime.simphone import SimPhone
 
-        phone = SimPhone.from_spec(str(self.task.seed), **options)
+        options.pop("seed", None)
+        phone = SimPhone.from_spec(str(self.seed), **options)
         try:
-            self.task.setup(phone)
+            self.prepare(phone)
         except BaseException:
             phone.close()
             raise
         return phone
 
     def pending(self) -> Verification:
-        """What run.json says while the run is in progress (a resume finds the instance here)."""
+        """What run.json says while the run is in progress (a resume finds the check here)."""
         return Verification(checked=False, by=self.by, detail="checked when the run ends")
+
+
+class TaskCheck(RunCheck):
+    """A SimPhone task instance the run plays: the phone is set up for it."""
+
+    def __init__(self, task: Task) -> None:
+        super().__init__(task.seed)
+        self.task = task
+
+    @property
+    def by(self) -> str:
+        """``simphone:TEMPLATE/SEED``."""
+        return f"simphone:{self.label}"
+
+    @property
+    def label(self) -> str:
+        """``TEMPLATE/SEED``."""
+        return f"{self.task.name}/{self.task.seed}"
+
+    @property
+    def notice(self) -> str:
+        return (
+            f"this is SimPhone task {self.label} ({self.task.goal!r}): the phone is set up for it and "
+            "the result is checked when the run ends"
+        )
+
+    def prepare(self, phone: SimPhone) -> None:
+        self.task.setup(phone)
 
     def verify(self, phone: Device, answer: str | None) -> Verification:
         """Judge the instance on ``phone`` (see :func:`check_task`)."""
         return check_task(self.task, phone, answer)  # type: ignore[arg-type]
+
+
+class GoalCheck(RunCheck):
+    """A free-text goal read as a template's parameters, judged on the run's own phone.
+
+    Every reading of the goal (a time without AM/PM has two) is an instance; the run is
+    verified when the phone meets any of them. The phone is set up for every reading when the
+    goal's words give all the setup needs (:attr:`ParsedGoal.set_up`); otherwise it is judged
+    as it was, and a goal it already met says so."""
+
+    def __init__(self, text: str, parsed: ParsedGoal) -> None:
+        super().__init__(parsed.tasks[0].seed)
+        self.text = text
+        self.parsed = parsed
+        self._met_before: bool | None = None
+
+    @property
+    def by(self) -> str:
+        """``simphone:goal:TEMPLATE``: the template, read from the run's own text."""
+        return f"simphone:goal:{self.parsed.template}"
+
+    @property
+    def notice(self) -> str:
+        params = json.dumps(self.parsed.params, ensure_ascii=False)
+        readings = " or ".join(repr(t.goal) for t in self.parsed.tasks)
+        either = " (either reading counts)" if len(self.parsed.tasks) > 1 else ""
+        setup = f"this phone (simphone:{self.seed}) is set up for it and " if self.parsed.set_up else ""
+        return (
+            f"SimPhone reads this goal as its {self.parsed.template} task {params}, i.e. {readings}{either}: "
+            f"{setup}the result is checked on simphone:{self.seed} when the run ends"
+        )
+
+    def prepare(self, phone: SimPhone) -> None:
+        if self.parsed.set_up:
+            for task in self.parsed.tasks:
+                task.setup(phone)
+        else:
+            self._met_before = any(t.is_successful(phone) >= 1.0 for t in self.parsed.tasks)
+
+    def verify(self, phone: Device, answer: str | None) -> Verification:
+        results = [check_task(t, phone, answer) for t in self.parsed.tasks]  # type: ignore[arg-type]
+        best = next((r for r in results if r.success), results[0])
+        if not best.checked:
+            return best.model_copy(update={"by": self.by})
+        detail = best.detail
+        if len(results) > 1 and not best.success:
+            goals = " or ".join(repr(t.goal) for t in self.parsed.tasks)
+            detail = f"the phone's state meets neither reading of the goal: {goals}"
+        if best.success and self._met_before:
+            detail += " (it already did before the run)"
+        return best.model_copy(update={"by": self.by, "detail": detail})
+
+
+class StateChangeCheck(RunCheck):
+    """A goal no template expresses, judged by what the run changed in the apps' data."""
+
+    def __init__(self, text: str, seed: int, closest: list[Task]) -> None:
+        super().__init__(seed)
+        self.text = text
+        self.closest = closest
+        self._before: Snapshot | None = None
+
+    @property
+    def by(self) -> str:
+        from agent_runtime.simphone.tasks.statecheck import BY
+
+        return BY
+
+    @property
+    def notice(self) -> str:
+        near = "; ".join(f"{t.name}: {t.goal!r}" for t in self.closest)
+        return (
+            f"no SimPhone task template expresses this goal (closest: {near}), so it is judged by "
+            f"what the run changes on this phone (simphone:{self.seed}); rephrase it like a template "
+            "to have the template's own check"
+        )
+
+    def prepare(self, phone: SimPhone) -> None:
+        from agent_runtime.simphone.tasks.statecheck import snapshot
+
+        self._before = snapshot(phone)
+
+    def verify(self, phone: Device, answer: str | None) -> Verification:
+        from agent_runtime.simphone import SimPhone
+        from agent_runtime.simphone.tasks.statecheck import front_app, judge, snapshot
+
+        if self._before is None or not isinstance(phone, SimPhone):
+            return Verification(by=self.by, detail="the phone's state at the start of the run is unknown")
+        return judge(self.text, self._before, snapshot(phone), front_app(phone))
 
 
 def check_task(task: Task, phone: SimPhone, answer: str | None) -> Verification:
@@ -90,38 +240,111 @@ def check_task(task: Task, phone: SimPhone, answer: str | None) -> Verification:
     return Verification(checked=True, success=success, by=by, detail=detail, score=score)
 
 
-def plan_check(text: str, seed: int | None) -> tuple[TaskCheck | None, str]:
-    """The instance a run of ``text`` on an in-process SimPhone plays (``seed`` None: the
-    default phone, any seed), or None and why it cannot be checked."""
-    from agent_runtime.simphone.tasks.registry import match_goal, nearest_goal
+def plan_check(text: str, seed: int | None) -> RunCheck:
+    """What judges a run of ``text`` on the in-process SimPhone ``simphone:SEED`` (``seed``
+    None: the default phone, seed 0); see the module doc for the order."""
+    from agent_runtime.simphone.tasks.freetext import closest_templates, parse_goal
+    from agent_runtime.simphone.tasks.registry import match_goal
 
-    task = match_goal(text, seed=seed)
+    phone_seed = 0 if seed is None else seed
+    task = match_goal(text, seed=phone_seed)
     if task is not None:
-        return TaskCheck(task), ""
-    if seed is not None:
-        other = match_goal(text)
-        if other is not None:
-            return None, (
-                f"SimPhone task {other.name}/{other.seed} has this text, but this phone is simphone:{seed}; "
-                f"run it with --task-id {other.name}/{other.seed} (or --device simphone) to have it checked"
-            )
-    near = nearest_goal(text)
-    hint = (
-        f"; the nearest reads {near.goal!r} (run --task-id {near.name}/{near.seed} to have that checked)"
-        if near is not None
-        else "; list them: agent-runtime simphone tasks"
-    )
-    return None, f"no SimPhone task has this text{hint}"
+        return TaskCheck(task)
+    parsed = parse_goal(text, phone_seed)
+    if parsed is not None:
+        return GoalCheck(text, parsed)
+    return StateChangeCheck(text, phone_seed, closest_templates(text))
 
 
-def resumed_check(verification: Verification | None) -> TaskCheck | None:
-    """The instance a resumed run plays: the one its run.json names (``simphone:TEMPLATE/SEED``)."""
+def resumed_check(verification: Verification | None, text: str, seed: int) -> RunCheck | None:
+    """A resumed run's check: the one its run.json names, rebuilt for its phone ``seed``."""
     from agent_runtime.simphone.tasks import make_task
+    from agent_runtime.simphone.tasks.statecheck import BY
 
     by = verification.by if verification is not None else None
     if not by or not by.startswith("simphone:"):
         return None
-    name, _, seed = by.removeprefix("simphone:").partition("/")
-    if not seed.isdigit():
+    if by.startswith("simphone:goal:") or by == BY:
+        check = plan_check(text, seed)
+        return check if check.by == by else None
+    name, _, instance = by.removeprefix("simphone:").partition("/")
+    if not instance.isdigit():
         return None
-    return TaskCheck(make_task(name, int(seed)))
+    return TaskCheck(make_task(name, int(instance)))
+
+
+def checker_name(by: str | None) -> str:
+    """How a checker is named to a person.
+
+    >>> checker_name("simphone:ClockStartTimer/3"), checker_name("simphone:goal:ClockAddAlarm")
+    ('SimPhone (ClockStartTimer/3)', "SimPhone (ClockAddAlarm, read from the goal's words)")
+    >>> checker_name("simphone:state-change")
+    "SimPhone (the phone's state change)"
+    """
+    if by == "simphone:state-change":
+        return "SimPhone (the phone's state change)"
+    if by and by.startswith("simphone:goal:"):
+        return f"SimPhone ({by.removeprefix('simphone:goal:')}, read from the goal's words)"
+    if by and by.startswith("simphone:"):
+        return f"SimPhone ({by.removeprefix('simphone:')})"
+    return by or "the check"
+
+
+def outcome(status: str, success: bool, verification: Verification | None) -> Outcome:
+    """One word for a finished run, the check outranking the claim.
+
+    >>> outcome("completed", True, Verification(checked=True, success=False))
+    'failed_check'
+    >>> outcome("completed", True, Verification()), outcome("completed", True, None)
+    ('unverified', 'unverified')
+    >>> outcome("max_steps", False, Verification(checked=True, success=True))
+    'achieved'
+    """
+    if status in ("error", "interrupted", "waiting"):
+        return status  # type: ignore[return-value]
+    checked = verification is not None and verification.checked
+    if checked and verification is not None:
+        if success:
+            return "verified" if verification.success else "failed_check"
+        return "achieved" if verification.success else "not_achieved"
+    return "unverified" if success else "failed"
+
+
+def summary_line(
+    status: str,
+    success: bool,
+    steps: int,
+    *,
+    reason: str = "",
+    answer: str | None = None,
+    verification: Verification | None = None,
+) -> str:
+    """The one line a finished run ends with, in the CLI and in ``print(result)`` alike.
+
+    A claim nothing confirmed never reads as done: a refuted claim starts with "failed", an
+    unchecked one with "unverified".
+
+    >>> summary_line("completed", True, 1, reason="it terminated")
+    'unverified after 1 step (it terminated): the agent says it is done; nothing checked it'
+    >>> refuted = Verification(checked=True, success=False, by="simphone:X/1")
+    >>> summary_line("completed", True, 2, verification=refuted)
+    'failed after 2 steps: the agent says it is done — failed the check: SimPhone (X/1)'
+    """
+    counted = f"{steps} step{'s' * (steps != 1)}"
+    why = f" ({reason})" if reason else ""
+    said = f" — answer: {answer}" if answer else ""
+    if status == "error":
+        return f"error after {counted}: {reason}" if reason else f"error after {counted}"
+    checker = checker_name(verification.by if verification else None)
+    kind = outcome(status, success, verification)
+    if kind == "verified":
+        return f"{status} after {counted}{why} — verified by {checker}{said}"
+    if kind == "failed_check":
+        return f"failed after {counted}{why}: the agent says it is done — failed the check: {checker}{said}"
+    if kind == "unverified":
+        return f"unverified after {counted}{why}: the agent says it is done; nothing checked it{said}"
+    if kind == "achieved":
+        return f"{status} after {counted}{why} — yet {checker} finds the goal achieved{said}"
+    if kind == "not_achieved":
+        return f"{status} after {counted}{why} — checked by {checker}{said}"
+    return f"{status} after {counted}{why}{said}"

@@ -97,7 +97,8 @@ def format_failure(
     runtime: Ctx, state: AgentState, pending: Step, role: str, error: str | None
 ) -> dict[str, Any]:
     """``role`` never produced a parseable reply: the step fails (verdict C) with no action."""
-    verdict = Verdict.of("C", f"the {WHO.get(role, role)}'s reply could not be parsed: {error}")
+    unparsed = f"the {WHO.get(role, role)}'s reply could not be parsed: {error}"
+    verdict = Verdict.of("C", unparsed, source="format")
     pending = pending.model_copy(update={"format_failure": True, "verdict": verdict})
     runtime.stream_writer(VerdictEvent.of(pending.step, verdict))
     return {"pending": pending, **account(runtime.context, state, pending)}
@@ -283,18 +284,22 @@ def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         if result.output is not None:
             verdict = result.output.verdict
         else:
-            verdict = Verdict.of("C", f"the Reflector's reply could not be parsed: {result.error}")
+            verdict = Verdict.of(
+                "C", f"the Reflector's reply could not be parsed: {result.error}", source="format"
+            )
     elif not device_ok:
-        verdict = Verdict.of("C", device_report)
+        verdict = Verdict.of("C", device_report, source="device")
     elif before.png == after.png:
         # No Reflector judges: an action that changed nothing on screen (a tap on empty space)
         # is no evidence of progress, so it is not a success.
-        verdict = Verdict.of("C", "the screen did not change")
+        verdict = Verdict.of("C", "the screen did not change", source="screen_diff")
     else:
-        verdict = Verdict.of("A")
+        # Only that the screen changed: whether it was the right action nobody judged.
+        verdict = Verdict.of("A", source="screen_diff")
     if not device_ok and verdict.success:
         # A failure the device itself detected is never recorded as success.
-        verdict = Verdict.of("C", "; ".join(p for p in (device_report, verdict.feedback) if p))
+        feedback = "; ".join(p for p in (device_report, verdict.feedback) if p)
+        verdict = Verdict.of("C", feedback, source="device")
     update: dict[str, Any] = {}
     if future is not None:
         if verdict.success:
