@@ -1,18 +1,23 @@
 """The learning table: does the loop make the demo model better? Each stage as a row.
 
-Rows, all measured on the same held-out instances (test split, ``--eval-episodes`` *distinct*
-instances per template, greedy):
+Rows, all measured on the same held-out instances (evolve's *selection* half of the test split,
+``--eval-episodes`` *distinct* instances per template, greedy; template-held-out templates in
+``--tasks`` are dropped, as evolve never trains on them):
 
 * **base** — SmolLM2-135M without an adapter;
 * **SFT on demos** — the shipped demo adapter (SFT on oracle demonstrations): the start;
 * **evolve 1..N** — ``agent-runtime evolve`` iterations (rollouts → filters → hint-guided SFT);
 * **+ online RL** — one more evolve iteration with ``--rl dgrpo`` (its candidate is SFT then DGRPO).
 
-Each row gets per-template counts, a Wilson interval, and a paired exact McNemar test against the
-start, Holm-corrected over the rows compared. ``--screen`` first measures the start on *train*
-instances of candidate templates: pick the ones where it succeeds 10-70 % before looking at any
-held-out result. Prints a markdown table, or one JSON object with ``--json``. Each phase is kept
-in ``--out`` and skipped when run again (the evolve phases resume).
+Each row gets per-template counts, a Wilson interval, a paired exact McNemar test against the
+start (Holm-corrected over the rows compared) and the template-clustered test. The selection rows
+are what evolve's gate decided on; the honest numbers are evolve's **final test** (``final`` in the
+JSON, a second table): the start and the model kept, scored once on final instances
+(*instance-held-out*) and on templates never trained on (*template-held-out*), side by side.
+``--screen`` first measures the start on *train* instances of candidate templates: pick the ones
+where it succeeds 10-70 % before looking at any held-out result. Prints a markdown table, or one
+JSON object with ``--json``. Each phase is kept in ``--out`` and skipped when run again (the
+evolve phases resume).
 
     python benchmarks/learning_table.py --screen --tasks 'Clock*,Contacts*' --json
     python benchmarks/learning_table.py --tasks 're:^(ClockToggleAlarm|ContactsReachCard)$' \
@@ -53,9 +58,11 @@ def evaluate_model(model: str | None, args: argparse.Namespace, where: Path, spl
     cfg = demo_config(runs_dir=where / "runs")
     if model is not None:
         cfg.models["demo"] = cfg.models["demo"].model_copy(update={"model": model})
+    from agent_runtime.simphone.tasks.registry import select, trainable
+
     report = evaluate(
         AgentPolicy(cfg),
-        tasks=args.tasks,
+        tasks=",".join(trainable(select(args.tasks))),
         split=split,
         episodes=args.screen_episodes if split == "train" else args.eval_episodes,
         seed=args.seed,
@@ -92,6 +99,9 @@ def run_evolve(args: argparse.Namespace, iterations: int, *, rl: bool) -> None:
         str(args.sft_epochs),
         "--promote-alpha",
         str(args.promote_alpha),
+        # the RL row is one more iteration, added by --resume: the gate's level is split over both
+        "--gate-iterations",
+        str(args.evolve_iterations + (1 if args.rl_iterations else 0)),
         "--hint-samples",
         str(args.hint_samples),
         "--seed",
@@ -100,9 +110,10 @@ def run_evolve(args: argparse.Namespace, iterations: int, *, rl: bool) -> None:
     if args.max_samples:
         cmd += ["--max-samples", str(args.max_samples)]
     if rl:
-        # The RL row's iteration: its own rollouts and SFT, then DGRPO; no hint stage (its cost on a
-        # CPU goes to the RL rollouts instead).
+        # The RL row's iteration: its own rollouts and SFT, then DGRPO; no corrections or hint
+        # stage (its cost on a CPU goes to the RL rollouts instead).
         cmd += [
+            "--no-corrections",
             "--no-hints",
             "--rl",
             "dgrpo",
@@ -120,7 +131,7 @@ def run_evolve(args: argparse.Namespace, iterations: int, *, rl: bool) -> None:
 def table(args: argparse.Namespace, rows: list[tuple[str, dict[str, Any], str]]) -> dict[str, Any]:
     """Per-row results, paired against the start (row 2) with Holm's correction."""
     from agent_runtime.evaluation import EvalReport
-    from agent_runtime.evaluation.paired import holm, outcomes, paired_test
+    from agent_runtime.evaluation.paired import clustered_test, holm, outcomes, paired_test
 
     reports = [(label, EvalReport.model_validate(data), where) for label, data, where in rows]
     start = outcomes(reports[1][1].results)
@@ -137,6 +148,7 @@ def table(args: argparse.Namespace, rows: list[tuple[str, dict[str, Any], str]])
         }
         if label != "SFT on demos":
             row["paired_vs_start"] = paired_test(start, outcomes(report.results)).model_dump()
+            row["clustered_vs_start"] = clustered_test(start, outcomes(report.results)).model_dump()
         out.append(row)
     compared = [r for r in out if "paired_vs_start" in r]
     for r, adjusted in zip(
@@ -167,6 +179,43 @@ def markdown(result: dict[str, Any]) -> str:
             + " · ".join(r["per_task"].get(n, "–") for n in names)
             + f" | {vs} | {r['ran_on']} |"
         )
+    final = result.get("final")
+    if final:
+        lines += ["", final_markdown(final)]
+    return "\n".join(lines)
+
+
+def _rate(stats: dict[str, Any] | None) -> str:
+    if not stats:
+        return "–"
+    low, high = stats["ci95"]
+    return f"{stats['successes']}/{stats['n']} = {stats['success_rate']:.0%} ({low:.0%}–{high:.0%})"
+
+
+def final_markdown(final: dict[str, Any]) -> str:
+    """evolve's final test: instance-held-out beside template-held-out, kept against start."""
+    lines = [
+        "| final test (scored once) | instance-held-out (Wilson 95 %) | template-held-out (Wilson 95 %) |",
+        "|---|---|---|",
+    ]
+    for label in ("start", "kept"):
+        row = final[label]
+        lines.append(
+            f"| {label} (iteration {row['iteration']}) | {_rate(row['instance_heldout'])} | "
+            f"{_rate(row['template_heldout'])} |"
+        )
+    tests = [
+        ("instance-held-out", final["instance_heldout"]),
+        ("template-held-out", final["template_heldout"]),
+    ]
+    for label, t in tests:
+        if t:
+            lines.append(
+                f"| kept vs start, {label} (clustered) | +{t['better']} / -{t['worse']} templates, "
+                f"net {t['net']:+d}, one-sided p = {t['p_greater']:.3g} | |"
+            )
+    if final.get("note"):
+        lines.append(f"\n{final['note']}")
     return "\n".join(lines)
 
 
@@ -184,7 +233,9 @@ def main() -> None:
     p.add_argument("--rl-lr", type=float, default=1e-5)
     p.add_argument("--hint-samples", type=int, default=1)
     p.add_argument("--max-samples", type=int, default=None, help="cap on SFT rows per role per iteration")
-    p.add_argument("--promote-alpha", type=float, default=0.2)
+    p.add_argument(
+        "--promote-alpha", type=float, default=0.05, help="evolve's run-wide false-promotion level"
+    )
     p.add_argument("--workers", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("learning-table"))
@@ -209,7 +260,7 @@ def main() -> None:
     if args.rl_iterations:
         run_evolve(args, args.evolve_iterations + 1, rl=True)
     rows: list[tuple[str, dict[str, Any], str]] = [
-        ("base (no adapter)", evaluate_model(BASE, args, args.out / "base", "test"), where)
+        ("base (no adapter)", evaluate_model(BASE, args, args.out / "base", "selection"), where)
     ]
     evolve_dir = args.out / "evolve"
     for it in sorted(evolve_dir.glob("iter_*")):
@@ -228,6 +279,7 @@ def main() -> None:
     state = json.loads((evolve_dir / "evolve.json").read_text(encoding="utf-8"))
     result["decisions"] = state["decisions"]
     result["best"] = state["best"]
+    result["final"] = state.get("final")
     result["wall_s"] = round(time.perf_counter() - started, 1)
     (args.out / "table.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
     print(json.dumps(result) if args.json else markdown(result))

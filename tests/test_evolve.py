@@ -40,22 +40,23 @@ def _report(successes: dict[str, bool]) -> EvalReport:
     )  # fmt: skip
 
 
-def test_promotion_needs_a_significant_paired_gain() -> None:
+def test_promotion_needs_a_significant_template_clustered_gain() -> None:
+    """The gate's unit is a template (issue 33): six templates that each gain an instance give a
+    one-sided p of 1/64; the same six gains inside one template are one observation (p = 1/2)."""
+    six = [f"T{t}/0" for t in range(6)] + [f"T{t}/1" for t in range(6)]
+    best = _report(dict.fromkeys(six, False))
+    each = _report({k: k.endswith("/0") for k in six})
+    promoted, paired, _ = decide(best, each, alpha=0.02)
+    assert promoted and (paired.better, paired.worse, paired.p_greater) == (6, 0, 1 / 64)
+    assert not decide(best, each, alpha=0.01)[0]  # same gain, stricter level
     keys = [f"T/{i}" for i in range(6)]
-    best = _report(dict.fromkeys(keys, False))
-    # 4 gained, 0 lost: one-sided p = 1/16 = 0.0625
-    four = _report({k: i < 4 for i, k in enumerate(keys)})
-    promoted, paired, _ = decide(best, four, alpha=0.1)
-    assert promoted and (paired.gains, paired.losses, paired.p_greater) == (4, 0, 0.0625)
-    assert not decide(best, four, alpha=0.05)[0]  # same gain, stricter level
-    # 2 gained, 0 lost: p = 1/4, not enough at 0.2 ...
-    two = _report({k: i < 2 for i, k in enumerate(keys)})
-    assert decide(best, two, alpha=0.2)[2].startswith("gain not significant")
+    one = decide(_report(dict.fromkeys(keys, False)), _report(dict.fromkeys(keys, True)), alpha=0.2)
+    assert not one[0] and one[1].p_greater == 0.5 and one[2].startswith("gain not significant")
     # ... and a tie never promotes, whatever alpha
-    mixed = _report({k: i in (0, 1) for i, k in enumerate(keys)})
-    best_mixed = _report({k: i in (2, 3) for i, k in enumerate(keys)})
+    mixed = _report({k: i in (0, 1) for i, k in enumerate(six)})
+    best_mixed = _report({k: i in (2, 3) for i, k in enumerate(six)})
     promoted, paired, reason = decide(best_mixed, mixed, alpha=1.0)
-    assert not promoted and (paired.gains, paired.losses) == (2, 2) and reason.startswith("no net gain")
+    assert not promoted and paired.net == 0 and reason.startswith("no net gain")
 
 
 def test_promotion_refuses_different_instances() -> None:
@@ -65,9 +66,11 @@ def test_promotion_refuses_different_instances() -> None:
 
 def test_recipes_list_their_stages() -> None:
     base = {"out": Path("x")}
-    assert EvolveOptions(**base).stages(1) == ["rollouts", "hints", "sft", "eval", "promote"]
+    assert EvolveOptions(**base).stages(1) == ["rollouts", "corrections", "sft", "eval", "promote"]
+    hinted = EvolveOptions(**base, corrections=False)  # SimPhone without corrections: hints again
+    assert hinted.stages(1) == ["rollouts", "hints", "sft", "eval", "promote"]
     full = EvolveOptions(**base, critic_model="critic", rl="dgrpo")
-    assert full.stages(2) == ["rollouts", "critics", "hints", "sft", "rl", "eval", "promote"]
+    assert full.stages(2) == ["rollouts", "critics", "corrections", "sft", "rl", "eval", "promote"]
     mobilerl = EvolveOptions(**base, recipe="mobilerl")
     assert mobilerl.rl == "dgrpo"  # the recipe's chain ends in DGRPO
     assert mobilerl.stages(1) == ["demos", "sft", "irr", "rl", "eval", "promote"]
@@ -142,9 +145,11 @@ def test_evolve_end_to_end_with_the_tiny_model_and_resume(tmp_path: Path, tiny_l
         "train_episodes": 1,
         "eval_episodes": 2,
         "workers": 1,
+        "corrections": False,  # the hints path on SimPhone (corrections: tests/test_corrections.py)
         "hint_samples": 1,
         "sft_max_steps": 2,
         "sft_batch_size": 2,
+        "heldout_tasks": "ClockRepeatAlarm",
     }
     lines: list[str] = []
     state = Evolution(EvolveOptions(**opts), runtime, echo=lines.append).run()
@@ -162,7 +167,7 @@ def test_evolve_end_to_end_with_the_tiny_model_and_resume(tmp_path: Path, tiny_l
     start = EvalReport.model_validate_json((out / "iter_0000" / "eval.json").read_text())
     candidate = EvalReport.model_validate_json((it1 / "eval.json").read_text())
     assert [(r.task, r.seed) for r in start.results] == [(r.task, r.seed) for r in candidate.results]
-    assert len({r.seed for r in start.results}) == 2 and start.split == "test"
+    assert len({r.seed for r in start.results}) == 2 and start.split == "selection"
     decision = state.decisions[0]
     assert not decision.promoted and decision.paired is not None and decision.paired.pairs == 2
     assert state.best is not None and state.best.iteration == 0  # the start stays the model to beat
@@ -171,6 +176,17 @@ def test_evolve_end_to_end_with_the_tiny_model_and_resume(tmp_path: Path, tiny_l
     assert manifest["candidate"] == str(it1 / "sft") and manifest["decision"]["promoted"] is False
     report = json.loads((out / "report.json").read_text())
     assert [r["iteration"] for r in report["rows"]] == [0, 1]
+    # the final test: the start (kept, as nothing was promoted) scored once on instances disjoint
+    # from the selection ones, and on a template no stage trained on, with the clustered test
+    final = report["final"]
+    assert final["start"]["instance_heldout"]["n"] == 2 and final["kept"]["iteration"] == 0
+    assert final["template_heldout"]["templates"] == 1 and final["instance_heldout"]["p_greater"] == 1.0
+    final_dir = out / "final" / "iter_0000"
+    scored = EvalReport.model_validate_json((final_dir / "instance-heldout.json").read_text())
+    assert not {(r.task, r.seed) for r in scored.results} & {(r.task, r.seed) for r in start.results}
+    unseen = EvalReport.model_validate_json((final_dir / "template-heldout.json").read_text())
+    assert list(unseen.per_task) == ["ClockRepeatAlarm"]
+    assert report["gate"]["planned_iterations"] == 1 and report["rows"][1]["alpha"] == 0.05
     assert any("kept the previous model" in line for line in lines)
 
     # A fresh run refuses to mix with this one; --resume with more iterations continues.
@@ -215,7 +231,9 @@ reask = 0
         "2",
     ]
     args += ["--train-episodes", "1", "--eval-episodes", "2", "--workers", "1", "--hint-samples", "1"]
-    args += ["--sft-max-steps", "2", "--sft-batch-size", "2", "--resume", "--json"]
+    args += ["--no-corrections"]
+    args += ["--sft-max-steps", "2", "--sft-batch-size", "2", "--heldout-tasks", "ClockRepeatAlarm"]
+    args += ["--resume", "--json"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout.strip().splitlines()[-1])["rows"][-1]["iteration"] == 2

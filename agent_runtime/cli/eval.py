@@ -16,6 +16,7 @@ from agent_runtime.cli import guarded
 
 if TYPE_CHECKING:
     from agent_runtime.evaluation import EpisodeResult, EvalReport, GraphComparison, Policy
+    from agent_runtime.evaluation.report import Stats
 
 POLICIES = ("oracle", "agent")
 
@@ -100,6 +101,10 @@ def _ci(ci: tuple[float, float]) -> str:
     return f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
+def _rate(stats: Stats | None) -> str:
+    return f"{stats.successes}/{stats.n} = {_pct(stats.success_rate)} {_ci(stats.ci95)}" if stats else "-"
+
+
 def render(report: EvalReport, console: Console, graph: str | None = None) -> None:
     """Rich tables: headline, per app, per task, then any failed episodes."""
     from agent_runtime.evaluation.report import failure_detail
@@ -118,6 +123,12 @@ def render(report: EvalReport, console: Console, graph: str | None = None) -> No
         f"{report.duration_s:.1f}s",
     )
     console.print(head)
+    if report.holdout is not None:
+        console.print(
+            f"instance-held-out (trained templates): {_rate(report.holdout.instance_heldout)} · "
+            f"template-held-out (never trained on): {_rate(report.holdout.template_heldout)}",
+            highlight=False,
+        )
     apps = Table(title="per app")
     for col in ("app", "n", "success", "95% CI", "mean steps", "oracle steps", "s/step"):
         apps.add_column(col, justify="left" if col == "app" else "right")
@@ -265,6 +276,14 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[
             bool, typer.Option("--json", help="Print one JSON object instead of tables.")
         ] = False,
+        holdout: Annotated[
+            bool,
+            typer.Option(
+                "--holdout",
+                help="Also report success on the 13 template-held-out templates (never in default demos "
+                "or evolve) beside the other templates' (instance-held-out); JSON key 'holdout'.",
+            ),
+        ] = False,
         yes: Annotated[
             bool,
             typer.Option(
@@ -287,6 +306,10 @@ def register(app: typer.Typer) -> None:
         if len(kinds) < 2:
             chosen = build_policy(policy, config, kinds[0] if kinds else None, yes=yes)
             report = run_with_progress(chosen, options, workers=workers, as_json=as_json)
+            if holdout:
+                from agent_runtime.simphone.tasks.registry import TEMPLATE_HELDOUT
+
+                report = report.with_holdout(TEMPLATE_HELDOUT)
             if as_json:
                 data = summary_json(report)
                 print(json.dumps({**data, "graph": kinds[0]} if kinds else data))

@@ -3,8 +3,10 @@
 Each iteration plays the current role model on SimPhone train instances, filters what it did
 (task checker, optional step/trajectory critics), adds hint-guided demonstrations of what it
 failed, fine-tunes from the current adapter, optionally runs online RL, and evaluates the result
-on held-out instances; the result replaces the current model only if a paired test says it is
-better. See :mod:`agent_runtime.trainers.evolve.pipeline` for the output layout.
+on selection instances; the result replaces the current model only if the gate's
+template-clustered test, corrected for the iterations, says it is better. The start and the
+model kept are scored once on final instances and on template-held-out templates. See
+:mod:`agent_runtime.trainers.evolve.pipeline` for the output layout.
 
 Ctrl-C and SIGTERM stop it within a second (:mod:`agent_runtime.cli.signals`): the episodes in
 flight end ``interrupted``, every finished stage is kept, and the same command with ``--resume``
@@ -67,11 +69,32 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--train-episodes", min=1, help="Train instances per template per iteration.")
         ] = 4,
         eval_tasks: Annotated[
-            str | None, typer.Option("--eval-tasks", help="Held-out templates (default: --tasks).")
+            str | None,
+            typer.Option(
+                "--eval-tasks", help="Templates the gate and the final test score (default: --tasks)."
+            ),
         ] = None,
         eval_episodes: Annotated[
-            int, typer.Option("--eval-episodes", min=1, help="Held-out (test split) instances per template.")
+            int, typer.Option("--eval-episodes", min=1, help="Selection instances per template (the gate's).")
         ] = 5,
+        final_episodes: Annotated[
+            int | None,
+            typer.Option(
+                "--final-episodes", min=1, help="Final-test instances per template (default: eval's)."
+            ),
+        ] = None,
+        heldout_tasks: Annotated[
+            str | None,
+            typer.Option(
+                "--heldout-tasks", help="Template-held-out templates the final test scores (default: all 13)."
+            ),
+        ] = None,
+        heldout_episodes: Annotated[
+            int,
+            typer.Option(
+                "--heldout-episodes", min=0, help="Final-test instances per held-out template (0: none)."
+            ),
+        ] = 1,
         workers: Annotated[int, typer.Option("--workers", min=1, help="Episodes played at once.")] = 3,
         rollout_temperature: Annotated[
             float | None, typer.Option("--rollout-temperature", help="Sampling temperature of the rollouts.")
@@ -80,6 +103,13 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--critic-model", help="The models.NAME entry of the step and trajectory critics."),
         ] = None,
+        corrections: Annotated[
+            bool,
+            typer.Option(
+                "--corrections/--no-corrections",
+                help="SimPhone: the oracle labels the states failed rollouts visited (DAgger), not hints.",
+            ),
+        ] = True,
         hints: Annotated[
             bool, typer.Option("--hints/--no-hints", help="Hint-guided rejection sampling on failed tasks.")
         ] = True,
@@ -89,12 +119,36 @@ def register(app: typer.Typer) -> None:
         hint_fallback: Annotated[
             str, typer.Option("--hint-fallback", help="oracle (keep the demonstration) or drop.")
         ] = "oracle",
-        sft_lr: Annotated[float, typer.Option("--sft-lr", help="SFT learning rate.")] = 1e-4,
+        sft_lr: Annotated[float, typer.Option("--sft-lr", help="SFT learning rate.")] = 2e-5,
         sft_epochs: Annotated[float, typer.Option("--sft-epochs", help="SFT passes over the data.")] = 1.0,
         sft_max_steps: Annotated[
             int, typer.Option("--sft-max-steps", help="SFT optimizer steps (-1: use --sft-epochs).")
         ] = -1,
-        sft_batch_size: Annotated[int, typer.Option("--sft-batch-size", min=1, help="SFT batch size.")] = 4,
+        sft_batch_size: Annotated[int, typer.Option("--sft-batch-size", min=1, help="SFT batch size.")] = 8,
+        sft_warmup: Annotated[
+            float,
+            typer.Option("--sft-warmup", min=0.0, max=0.99, help="Share of SFT steps spent warming up."),
+        ] = 0.1,
+        sft_validation: Annotated[
+            float,
+            typer.Option(
+                "--sft-validation",
+                min=0.0,
+                max=0.99,
+                help="Share of SFT rows held aside to keep the best checkpoint, the start's included.",
+            ),
+        ] = 0.1,
+        replay_ratio: Annotated[
+            float,
+            typer.Option("--replay-ratio", min=0.0, help="Earlier rows replayed per new SFT row, per role."),
+        ] = 1.0,
+        replay_runs: Annotated[
+            Path | None,
+            typer.Option(
+                "--replay-runs",
+                help="Runs the start was trained on (default: its manifest's, else oracle demos).",
+            ),
+        ] = None,
         max_samples: Annotated[
             int | None, typer.Option("--max-samples", min=1, help="Cap on SFT rows per role.")
         ] = None,
@@ -111,9 +165,19 @@ def register(app: typer.Typer) -> None:
         promote_alpha: Annotated[
             float,
             typer.Option(
-                "--promote-alpha", help="Promote when the paired one-sided p-value is at most this."
+                "--promote-alpha",
+                help="The run's false-promotion level, split over its --iterations (clustered test).",
             ),
-        ] = 0.2,
+        ] = 0.05,
+        gate_iterations: Annotated[
+            int | None,
+            typer.Option(
+                "--gate-iterations",
+                min=1,
+                help="Iterations --promote-alpha is split over, fixed at the run's start (default: "
+                "--iterations); count those a later --resume will add.",
+            ),
+        ] = None,
         seed: Annotated[
             int, typer.Option("--seed", min=0, help="Seeds instances, sampling and training.")
         ] = 0,
@@ -152,9 +216,13 @@ def register(app: typer.Typer) -> None:
                     "train_episodes": train_episodes,
                     "eval_tasks": eval_tasks,
                     "eval_episodes": eval_episodes,
+                    "final_episodes": final_episodes,
+                    "heldout_tasks": heldout_tasks,
+                    "heldout_episodes": heldout_episodes,
                     "workers": workers,
                     "rollout_temperature": rollout_temperature,
                     "critic_model": critic_model,
+                    "corrections": corrections,
                     "hints": hints,
                     "hint_samples": hint_samples,
                     "hint_fallback": hint_fallback,
@@ -162,6 +230,10 @@ def register(app: typer.Typer) -> None:
                     "sft_epochs": sft_epochs,
                     "sft_max_steps": sft_max_steps,
                     "sft_batch_size": sft_batch_size,
+                    "sft_warmup": sft_warmup,
+                    "sft_validation": sft_validation,
+                    "replay_ratio": replay_ratio,
+                    "replay_runs": replay_runs,
                     "max_samples": max_samples,
                     "rl": rl,
                     "rl_role": rl_role,
@@ -170,6 +242,7 @@ def register(app: typer.Typer) -> None:
                     "rl_lr": rl_lr,
                     "rl_episodes": rl_episodes,
                     "promote_alpha": promote_alpha,
+                    "gate_iterations": gate_iterations,
                     "seed": seed,
                     "resume": resume,
                     "overwrite": overwrite,

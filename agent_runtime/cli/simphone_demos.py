@@ -24,6 +24,14 @@ def register(app: typer.Typer) -> None:
         tasks: Annotated[
             str | None, typer.Option("--tasks", help="Template names: globs ('Clock*') or re:REGEX.")
         ] = None,
+        include_heldout: Annotated[
+            bool,
+            typer.Option(
+                "--include-heldout",
+                help="Also demonstrate the 13 template-held-out templates (left out by default, so a "
+                "model trained on these demos has templates it never saw).",
+            ),
+        ] = False,
         episodes: Annotated[int, typer.Option("--episodes", help="Instances per template.")] = 1,
         seed: Annotated[int, typer.Option("--seed", help="First seed scanned for instances.")] = 0,
         observation: Annotated[
@@ -92,6 +100,7 @@ def register(app: typer.Typer) -> None:
         options = DemoOptions(
             split=split,
             tasks=tasks,
+            exclude_heldout=not include_heldout,
             episodes=episodes,
             seed=seed,
             observation=observation,

@@ -1,9 +1,10 @@
-"""Evaluation results: per-episode records, Wilson intervals, per-task and per-app tables."""
+"""Evaluation results: per-episode records, Wilson intervals, per-task and per-app tables, and
+instance-held-out beside template-held-out success (:class:`Holdout`)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -101,6 +102,29 @@ def _mean(values: list[int | None]) -> float | None:
     return round(sum(v for v in values if v is not None) / len(values), 2)
 
 
+class Holdout(BaseModel):
+    """A trained model's success split by what it never saw: *instance-held-out* (unseen
+    parameters of templates it trained on) and *template-held-out* (templates no training data
+    came from). Reported side by side because the first says little about the second."""
+
+    model_config = ConfigDict(frozen=True)
+
+    instance_heldout: Stats | None = Field(description="episodes of trained templates (None: none)")
+    template_heldout: Stats | None = Field(description="episodes of held-out templates (None: none)")
+    template_heldout_names: list[str] = Field(description="the held-out templates that were played")
+
+    @classmethod
+    def of(cls, results: Iterable[EpisodeResult], heldout: Collection[str]) -> Holdout:
+        items = list(results)
+        seen = [r for r in items if r.task not in heldout]
+        unseen = [r for r in items if r.task in heldout]
+        return cls(
+            instance_heldout=Stats.of(seen) if seen else None,
+            template_heldout=Stats.of(unseen) if unseen else None,
+            template_heldout_names=sorted({r.task for r in unseen}),
+        )
+
+
 class TaskStats(Stats):
     app: str
     complexity: float
@@ -130,6 +154,9 @@ class EvalReport(BaseModel):
         None,
         description="per-role and total tokens, latency, critical-path share and money over the "
         "episodes' runs (agent policies; None: no run traces, e.g. the oracle)",
+    )
+    holdout: Holdout | None = Field(
+        None, description="instance- and template-held-out success, when asked (with_holdout)"
     )
 
     @classmethod
@@ -165,6 +192,11 @@ class EvalReport(BaseModel):
             per_app=per_app,
             results=results,
         )
+
+    def with_holdout(self, heldout: Collection[str]) -> EvalReport:
+        """This report with :attr:`holdout` filled for the template-held-out set ``heldout``
+        (SimPhone's: :data:`~agent_runtime.simphone.tasks.registry.TEMPLATE_HELDOUT`)."""
+        return self.model_copy(update={"holdout": Holdout.of(self.results, heldout)})
 
     def failures(self) -> list[EpisodeResult]:
         return [r for r in self.results if not r.success]

@@ -10,6 +10,20 @@ template name and parameters: deterministic across machines, Python versions and
 
 :func:`task_instances` walks seeds ``seed, seed + 1, …`` for each selected template and keeps the
 first ``episodes`` whose instance falls in the requested split.
+
+**Selection and final test.** ``evolve`` needs two disjoint held-out sets: one it decides
+promotions on (``selection``) and one it scores once, at the end, to report an honest number
+(``final``). Both are halves of ``test``, split by the same digest's next 8 bytes modulo 2
+(``0`` is ``selection``, ``1`` is ``final``): a parameter set is in exactly one of ``train``,
+``selection`` and ``final``, so the three are disjoint by construction.
+
+**Held-out templates.** :data:`TEMPLATE_HELDOUT` is a fixed set of templates that no
+demonstration and no ``evolve`` run trains on, so a success rate on them measures templates the
+model never saw (*template-held-out*), beside unseen parameters of seen templates
+(*instance-held-out*). The rule, fixed before any measurement (``benchmarks/gpu/table.py``):
+every 5th template in name order from the offset ``random.Random(34).randrange(5)``, over the 65
+templates registered when it was fixed: 13 templates, one or two per app. It is a literal so a
+template added later never moves a template between the sets.
 """
 
 from __future__ import annotations
@@ -25,10 +39,28 @@ from typing import Literal
 from agent_runtime.errors import TaskError
 from agent_runtime.simphone.tasks.base import Task
 
-Split = Literal["train", "test", "all"]
-SPLITS: tuple[str, ...] = ("train", "test", "all")
+Split = Literal["train", "test", "all", "selection", "final"]
+SPLITS: tuple[str, ...] = ("train", "test", "all", "selection", "final")
 #: One in ``TEST_MODULUS`` parameter hashes is test.
 TEST_MODULUS = 4
+#: Templates no demonstration or evolve run trains on (module docstring: the rule).
+TEMPLATE_HELDOUT: frozenset[str] = frozenset(
+    {
+        "BrowserSearchQuestion",
+        "CalendarEventLocationQuestion",
+        "ClockAddLabeledAlarm",
+        "ClockRepeatAlarm",
+        "ContactsDeleteContact",
+        "ContactsReachCard",
+        "ExpensesMonthTotalQuestion",
+        "MessagesSendToNumber",
+        "NotesFactQuestion",
+        "SettingsConnectWifi",
+        "SettingsToggle",
+        "ShopBuy",
+        "ShopWishlist",
+    }
+)
 #: How far :func:`task_instances` looks for instances of a split before giving up.
 MAX_SEED_SCAN = 2000
 
@@ -101,10 +133,32 @@ def _matches(name: str, pattern: str) -> bool:
     return fnmatch.fnmatchcase(name.casefold(), pattern.casefold())
 
 
+def _digest(task: Task) -> bytes:
+    return hashlib.sha256(f"{task.name}|{task.params_key()}".encode()).digest()
+
+
 def split_of(task: Task) -> Literal["train", "test"]:
     """The split an instance belongs to (see the module docstring)."""
-    digest = hashlib.sha256(f"{task.name}|{task.params_key()}".encode()).digest()
-    return "test" if int.from_bytes(digest[:8], "big") % TEST_MODULUS == 0 else "train"
+    return "test" if int.from_bytes(_digest(task)[:8], "big") % TEST_MODULUS == 0 else "train"
+
+
+def held_out_part(task: Task) -> Literal["selection", "final"]:
+    """Which half of ``test`` a test instance is in (module docstring)."""
+    return "selection" if int.from_bytes(_digest(task)[8:16], "big") % 2 == 0 else "final"
+
+
+def in_split(task: Task, split: Split) -> bool:
+    """Whether ``task`` belongs to ``split`` (``all`` holds every instance)."""
+    if split == "all":
+        return True
+    if split in ("selection", "final"):
+        return split_of(task) == "test" and held_out_part(task) == split
+    return split_of(task) == split
+
+
+def trainable(names: Iterable[str]) -> list[str]:
+    """``names`` without the :data:`TEMPLATE_HELDOUT` templates, in order."""
+    return [n for n in names if n not in TEMPLATE_HELDOUT]
 
 
 def task_instances(
@@ -118,7 +172,7 @@ def task_instances(
     few parameter sets per split; asking for more distinct instances than exist is an error.
     """
     if split not in SPLITS:
-        raise TaskError(f"unknown split {split!r}", hint="use train, test or all")
+        raise TaskError(f"unknown split {split!r}", hint="use train, test, all, selection or final")
     if episodes < 1:
         raise TaskError(f"episodes must be at least 1, got {episodes}")
     out: list[Task] = []
@@ -127,7 +181,7 @@ def task_instances(
         seen: set[str] = set()
         for s in range(seed, seed + MAX_SEED_SCAN):
             task = make_task(name, s)
-            if (split == "all" or split_of(task) == split) and not (distinct and task.params_key() in seen):
+            if in_split(task, split) and not (distinct and task.params_key() in seen):
                 seen.add(task.params_key())
                 found.append(task)
                 if len(found) == episodes:

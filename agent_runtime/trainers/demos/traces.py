@@ -55,6 +55,11 @@ class DemoOptions(BaseModel):
 
     split: str = Field("train", description="train | test | all")
     tasks: str | None = Field(None, description="template names: globs or re:REGEX, comma-separated")
+    exclude_heldout: bool = Field(
+        False,
+        description="leave out the template-held-out templates (registry.TEMPLATE_HELDOUT) so a model "
+        "trained on the demos has templates it never saw; `simphone demos` does unless --include-heldout",
+    )
     episodes: int = Field(1, ge=1, description="instances per template")
     seed: int = Field(0, ge=0, description="first seed scanned for instances")
     instances: list[tuple[str, int]] | None = Field(
@@ -97,6 +102,7 @@ def write_demos(
 ) -> DemoReport:
     """Demonstrations for every selected task instance under ``out_dir`` (one run each)."""
     from agent_runtime.simphone.tasks import make_task, select, task_instances
+    from agent_runtime.simphone.tasks.registry import TEMPLATE_HELDOUT, trainable
 
     if options.split not in ("train", "test", "all"):
         raise ConfigError(f"unknown split {options.split!r}", hint="use train, test or all")
@@ -107,8 +113,14 @@ def write_demos(
     if options.instances is not None:
         tasks = [make_task(name, seed) for name, seed in options.instances]
     else:
+        names = trainable(select(options.tasks)) if options.exclude_heldout else select(options.tasks)
+        if not names:
+            raise ConfigError(
+                f"{options.tasks!r} selects only template-held-out templates, which demos leave out",
+                hint=f"pass --include-heldout to demonstrate them ({', '.join(sorted(TEMPLATE_HELDOUT))})",
+            )
         tasks = task_instances(
-            select(options.tasks),
+            names,
             split=options.split,  # type: ignore[arg-type]  # checked above
             episodes=options.episodes,
             seed=options.seed,

@@ -6,10 +6,12 @@ stage without one (:mod:`.pipeline`).
 
 * ``self-evolve`` (Mobile-Agent-v3 §2.2.3, the default): M^(k+1) = Train(M^(k), filter(Rollout(M^(k), Q))).
   ``rollouts`` of the current role model on train instances → ``critics`` (step and trajectory
-  critics, when a critic model is named) → ``hints`` (hint-guided rejection sampling on the tasks
-  every rollout failed) → ``sft`` from the current adapter on the filtered rollouts, the hinted
-  demonstrations and the data carried over from iterations that were not promoted → ``rl``
-  (optional online DGRPO/TRPO) → ``eval`` on held-out instances → ``promote``.
+  critics, when a critic model is named) → ``corrections`` on SimPhone (the oracle labels the
+  states the failed rollouts visited: :mod:`.corrections`) or ``hints`` on a task list
+  (hint-guided rejection sampling on the tasks every rollout failed) → ``sft`` from the current
+  adapter on the filtered rollouts, the corrections or hinted demonstrations and the data carried
+  over from iterations that were not promoted → ``rl``
+  (optional online DGRPO/TRPO) → ``eval`` on selection instances → ``promote`` (:mod:`.gate`).
 * ``mobilerl`` (MobileRL §4): the first iteration is its chain — ``demos`` (oracle demonstrations
   with the reasoning removed) → ``sft`` (reasoning-free SFT) → ``irr`` (Iterative Reasoning
   Refinement) → ``rl`` (DGRPO) → ``eval`` → ``promote``; later iterations are more DGRPO.
@@ -23,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 Recipe = Literal["self-evolve", "mobilerl"]
-Stage = Literal["rollouts", "critics", "hints", "demos", "sft", "irr", "rl", "eval", "promote"]
+Stage = Literal["rollouts", "critics", "corrections", "hints", "demos", "sft", "irr", "rl", "eval", "promote"]
 
 
 class EvolveOptions(BaseModel):
@@ -44,8 +46,21 @@ class EvolveOptions(BaseModel):
     )
     device: str | None = Field(None, description="device spec for --task-list (default: the config's)")
     train_episodes: int = Field(4, ge=1, description="train instances per template per iteration")
-    eval_tasks: str | None = Field(None, description="held-out templates (default: --tasks)")
-    eval_episodes: int = Field(5, ge=1, description="held-out instances per template (test split)")
+    eval_tasks: str | None = Field(
+        None, description="templates the gate and the final test measure (default: --tasks)"
+    )
+    eval_episodes: int = Field(
+        5, ge=1, description="selection instances per template: what promotions are decided on"
+    )
+    final_episodes: int | None = Field(
+        None, ge=1, description="final-test instances per template, scored once a run (None: --eval-episodes)"
+    )
+    heldout_tasks: str | None = Field(
+        None, description="template-held-out templates the final test scores (pattern; None: all of them)"
+    )
+    heldout_episodes: int = Field(
+        1, ge=0, description="final-test instances per template-held-out template (0: not measured)"
+    )
     workers: int = Field(3, ge=1, description="episodes played at once (threads share one engine)")
     rollout_temperature: float | None = Field(
         None, ge=0.0, le=2.0, description="sampling temperature of the rollouts (None: the model's own)"
@@ -53,15 +68,41 @@ class EvolveOptions(BaseModel):
     critic_model: str | None = Field(
         None, description="[models.NAME] of the step and trajectory critics (None: the task checker only)"
     )
-    hints: bool = Field(True, description="hint-guided rejection sampling for tasks every rollout failed")
+    corrections: bool = Field(
+        True,
+        description="SimPhone: the oracle labels the states failed rollouts visited (DAgger), not hints",
+    )
+    hints: bool = Field(
+        True, description="hint-guided rejection sampling for tasks every rollout failed (task lists; "
+        "SimPhone with --no-corrections)",
+    )  # fmt: skip
     hint_samples: int = Field(2, ge=1, description="replies sampled per hinted call")
     hint_fallback: Literal["oracle", "drop"] = Field(
         "oracle", description="a hinted call with no verified reply keeps the oracle's reply, or is dropped"
     )
-    sft_lr: float = Field(1e-4, gt=0.0, description="SFT learning rate (continued from the current adapter)")
+    # SFT continues a converged adapter: a small lr with warm-up, batches of 8, earlier data
+    # replayed and the checkpoint kept that is best on held-aside train rows (docs/training.md,
+    # "Continuing an adapter": the measurement behind these defaults).
+    sft_lr: float = Field(2e-5, gt=0.0, description="SFT learning rate (continued from the current adapter)")
     sft_epochs: float = Field(1.0, gt=0.0, description="SFT passes over the iteration's data")
     sft_max_steps: int = Field(-1, description="SFT optimizer steps (-1: use --sft-epochs)")
-    sft_batch_size: int = Field(4, ge=1, description="SFT batch size")
+    sft_batch_size: int = Field(8, ge=1, description="SFT batch size")
+    sft_warmup: float = Field(0.1, ge=0.0, lt=1.0, description="share of SFT steps spent warming up")
+    sft_validation: float = Field(
+        0.1,
+        ge=0.0,
+        lt=1.0,
+        description="share of SFT rows (train templates) held aside to keep the best checkpoint "
+        "(the start included); 0: keep the last step",
+    )
+    replay_ratio: float = Field(
+        1.0, ge=0.0, description="earlier rows replayed per new SFT row, per role (0: no replay)"
+    )
+    replay_runs: Path | None = Field(
+        None,
+        description="runs the start was trained on, replayed with earlier iterations' data (None: its "
+        "manifest's source runs where they exist, else oracle demonstrations of the train templates)",
+    )
     max_samples: int | None = Field(None, ge=1, description="cap on SFT rows per role per iteration")
     rl: Literal["none", "dgrpo", "trpo"] = Field("none", description="online RL after SFT")
     rl_role: str = Field("worker", description="the role online RL trains (one role)")
@@ -70,10 +111,17 @@ class EvolveOptions(BaseModel):
     rl_lr: float = Field(1e-5, gt=0.0, description="online RL learning rate")
     rl_episodes: int = Field(1, ge=1, description="train instances per template in online RL")
     promote_alpha: float = Field(
-        0.2,
+        0.05,
         gt=0.0,
         le=1.0,
-        description="promote when gains > losses and the one-sided paired p-value ≤ this (1.0: any net gain)",
+        description="the run's family-wise level: each planned iteration promotes when the one-sided "
+        "template-clustered p-value ≤ promote_alpha / iterations (gate.py)",
+    )
+    gate_iterations: int | None = Field(
+        None,
+        ge=1,
+        description="iterations promote_alpha is split over, fixed when the run starts (None: --iterations); "
+        "plan here the iterations a later --resume will add",
     )
     seed: int = Field(0, ge=0, description="seeds the instances, the sampling and the training")
     resume: bool = Field(False, description="continue after the last finished stage")
@@ -107,8 +155,15 @@ class EvolveOptions(BaseModel):
             first: list[Stage] = ["demos", "sft", "irr"] if iteration == 1 else []
             return [*first, *rl, "eval", "promote"]
         critics: list[Stage] = ["critics"] if self.critic_model else []
-        hints: list[Stage] = ["hints"] if self.hints else []
-        return ["rollouts", *critics, *hints, "sft", *rl, "eval", "promote"]
+        # Where the oracle can label the model's own states, that is the data; hints are for
+        # devices without one (or when corrections are turned off).
+        data: list[Stage] = ["corrections"] if self.task_list is None and self.corrections else []
+        if not data and self.hints:
+            data = ["hints"]
+        return ["rollouts", *critics, *data, "sft", *rl, "eval", "promote"]
 
     def held_out_tasks(self) -> str | None:
         return self.eval_tasks if self.eval_tasks is not None else self.tasks
+
+    def final_per_template(self) -> int:
+        return self.final_episodes if self.final_episodes is not None else self.eval_episodes

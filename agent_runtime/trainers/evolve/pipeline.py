@@ -4,21 +4,27 @@ Layout of ``OUT``:
 
 * ``evolve.json`` — the run's state: its options, the start, the promoted model and each
   iteration's decision (rewritten atomically after every stage);
-* ``iter_0000/eval.json`` — the start's held-out evaluation, the first model to beat;
+* ``iter_0000/eval.json`` — the start's evaluation on the selection instances, the first model to beat;
 * ``iter_NNNN/`` — one iteration: ``stages/STAGE.json`` (a stage's summary, written when it
-  finishes: what ``--resume`` skips), ``rollouts/`` + ``rollouts.json``, ``demos/`` and ``hinted/``
-  (hint-guided rejection sampling), ``data/`` (the SFT data: links to runs), ``sft/``, ``irr/``,
+  finishes: what ``--resume`` skips), ``rollouts/`` + ``rollouts.json``, ``corrections/``
+  (the oracle's labels of the failed rollouts' states), ``demos/`` and ``hinted/`` (hint-guided
+  rejection sampling), ``data/`` (the SFT data: links to runs), ``sft/``, ``irr/``,
   ``rl/`` (distill outputs), ``eval.json`` and ``manifest.json`` (the iteration: stages, candidate,
-  paired test, decision);
+  clustered test, decision);
 * ``best/`` — the promoted adapter, a complete distill output (``--base OUT/best`` or
   ``model = "transformers:OUT/best"`` serves it), with ``evolve.json`` saying where it came from;
-* ``report.json`` — per-iteration and per-template held-out results, rewritten after each eval.
+* ``final/`` — the final test: the start and the model finally kept, each scored once on the
+  final instances of the trained templates and on the template-held-out templates;
+* ``report.json`` — per-iteration and per-template selection results, the gate's levels and the
+  final test with its template-clustered test, rewritten after each eval.
 
-Promotion is a paired test on the same held-out instances (:mod:`agent_runtime.evaluation.paired`):
-the candidate replaces the current model only when it solves more instances than it loses and the
-one-sided exact McNemar p-value is at most ``promote_alpha``. Otherwise the previous model stays,
-and the iteration's data is carried over: the next iteration trains on it again, together with
-its own (data is "used" once a model trained on it has been promoted).
+Promotion is decided on the selection instances by the gate (:mod:`.gate`): the candidate
+replaces the current model only when it solves more instances and the one-sided
+template-clustered p-value is at most ``promote_alpha`` split over the planned iterations.
+Otherwise the previous model stays, and the iteration's data is carried over: the next iteration
+trains on it again, together with its own (data is "used" once a model trained on it has been
+promoted). Train, selection and final instances are disjoint, and the template-held-out
+templates (:data:`~agent_runtime.simphone.tasks.registry.TEMPLATE_HELDOUT`) are never trained on.
 """
 
 from __future__ import annotations
@@ -35,9 +41,11 @@ from pydantic import BaseModel, Field
 
 from agent_runtime.config import RuntimeConfig
 from agent_runtime.errors import ConfigError, TrainingError
-from agent_runtime.evaluation.paired import PairedResult, outcomes, paired_test
+from agent_runtime.evaluation.paired import ClusteredResult
 from agent_runtime.evaluation.report import EvalReport
 from agent_runtime.models.refs import MANIFEST
+from agent_runtime.trainers.evolve.extras import require_extras
+from agent_runtime.trainers.evolve.gate import FinalTest, decide, final_test, iteration_alpha, min_templates
 from agent_runtime.trainers.evolve.options import EvolveOptions, Stage
 from agent_runtime.trainers.iterations import iteration_dir
 
@@ -45,7 +53,8 @@ Echo = Callable[[str], None]
 Advance = Callable[[int], None]
 Track = Callable[[str, int | None], Advance]
 STATE_FILE = "evolve.json"
-SCHEMA_VERSION = 1
+#: 2: selection/final instance sets, the clustered gate and its planned iterations (issue 33).
+SCHEMA_VERSION = 2
 #: Where the start's held-out evaluation lives (iteration 0 has only this stage).
 START = 0
 
@@ -55,13 +64,16 @@ class Promotion(BaseModel):
 
     iteration: int
     candidate: str | None = Field(description="the candidate model ref (None: the iteration trained nothing)")
-    paired: PairedResult | None = None
+    paired: ClusteredResult | None = Field(
+        None, description="the template-clustered test against the current model"
+    )
+    alpha: float | None = Field(None, description="the level this iteration was tested at (gate.py)")
     promoted: bool
     reason: str
 
 
 class Best(BaseModel):
-    """The model to beat: its ref, the iteration that produced it (0: the start), its held-out eval."""
+    """The model to beat: its ref, the iteration that produced it (0: the start), its selection eval."""
 
     iteration: int
     ref: str
@@ -74,11 +86,15 @@ class EvolveState(BaseModel):
     schema_version: int = SCHEMA_VERSION
     options: dict[str, Any]
     start: str
+    planned_iterations: int = Field(
+        description="the iterations the run's promote_alpha is split over (fixed at its start)"
+    )
     best: Best | None = None
     decisions: list[Promotion] = Field(default_factory=list)
     carried: list[str] = Field(
         default_factory=list, description="run dirs not yet in a promoted model's data"
     )
+    final: FinalTest | None = Field(None, description="the final test, once the iterations are done")
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -147,19 +163,82 @@ class Evolution:
             )
         self.runtime = runtime
         self.out = opts.out.expanduser().resolve()
+        require_extras(opts, opts.base or model.model, runtime.device.spec)  # before hours of work
+        self._templates()
         self.state = self._prepare(opts.base or model.model)
+        self._warn_if_the_gate_cannot_open()
 
     # -- state and layout --------------------------------------------------------------------
+
+    def _templates(self) -> None:
+        """The SimPhone templates each set is drawn from: training and selection never include a
+        template-held-out one; the final test scores those separately."""
+        from agent_runtime.simphone.tasks.registry import TEMPLATE_HELDOUT, select, trainable
+
+        self.train_tasks = self.selection_tasks = ""
+        self.heldout_templates: list[str] = []
+        if self.opts.task_list is not None:
+            return
+        train, selection = trainable(select(self.opts.tasks)), trainable(select(self.opts.held_out_tasks()))
+        for flag, names in (("--tasks", train), ("--eval-tasks", selection)):
+            if not names:
+                raise ConfigError(
+                    f"{flag} selects only template-held-out templates, which evolve never trains on",
+                    hint=f"choose others; held out: {', '.join(sorted(TEMPLATE_HELDOUT))}",
+                )
+        dropped = sorted(set(select(self.opts.tasks)) - set(train))
+        if dropped:
+            self.echo(f"template-held-out, never trained on (scored in the final test): {', '.join(dropped)}")
+        # Exact names, comma-separated: a pattern every stage's task selection reads.
+        self.train_tasks, self.selection_tasks = ",".join(train), ",".join(selection)
+        if self.opts.heldout_episodes:
+            self.heldout_templates = [n for n in select(self.opts.heldout_tasks) if n in TEMPLATE_HELDOUT]
+            if not self.heldout_templates:
+                raise ConfigError(
+                    f"--heldout-tasks {self.opts.heldout_tasks!r} names no template-held-out template",
+                    hint=f"choose some of: {', '.join(sorted(TEMPLATE_HELDOUT))} (or --heldout-episodes 0)",
+                )
+
+    def _warn_if_the_gate_cannot_open(self) -> None:
+        """Say up front when no iteration can promote (issue 33: a gate that never opens is as
+        useless as one that always does, and it should not take a whole run to find out)."""
+        planned = self.state.planned_iterations
+        if self.opts.iterations > planned:
+            self.echo(
+                f"warning: iterations {planned + 1}..{self.opts.iterations} cannot promote: the "
+                f"run's promote_alpha was split over the {planned} iteration(s) planned at its start"
+            )
+        if self.opts.task_list is not None:
+            templates = len(self.listed_part("selection"))
+        else:
+            templates = len(self.selection_tasks.split(","))
+        level = iteration_alpha(self.opts.promote_alpha, planned, 1)
+        if templates < min_templates(level):
+            self.echo(
+                f"warning: the gate can never promote: {templates} selection template(s), but a "
+                f"clustered p-value ≤ {level:.3g} needs at least {min_templates(level)} templates "
+                "that all improve (more --eval-tasks templates, fewer --iterations or a larger "
+                "--promote-alpha)"
+            )
 
     def _prepare(self, start: str) -> EvolveState:
         path = self.out / STATE_FILE
         if path.exists() and self.opts.resume:
-            state = EvolveState.model_validate_json(path.read_text(encoding="utf-8"))
-            if state.schema_version > SCHEMA_VERSION:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            version = raw.get("schema_version", 1) if isinstance(raw, dict) else 1
+            if version > SCHEMA_VERSION:
                 raise ConfigError(
                     f"{path} was written by a newer agent-runtime", hint="upgrade agent-runtime"
                 )
-            return state
+            if version < SCHEMA_VERSION:
+                raise ConfigError(
+                    f"{self.out} is an evolve run from before the selection/final split and the "
+                    "clustered gate: its decisions were taken on instances the final test now "
+                    "reserves, so it cannot be continued",
+                    hint=f"start a new run in another --out (--base {self.out / 'best'} starts from "
+                    "its promoted model, if it has one)",
+                )
+            return EvolveState.model_validate(raw)
         if path.exists() or any(self.out.glob("iter_*")):
             if not self.opts.overwrite:
                 raise ConfigError(
@@ -168,7 +247,11 @@ class Evolution:
                 )
             shutil.rmtree(self.out)
         self.out.mkdir(parents=True, exist_ok=True)
-        state = EvolveState(options=self.opts.model_dump(mode="json"), start=start)
+        state = EvolveState(
+            options=self.opts.model_dump(mode="json"),
+            start=start,
+            planned_iterations=self.opts.gate_iterations or self.opts.iterations,
+        )
         self._save(state)
         return state
 
@@ -225,8 +308,50 @@ class Evolution:
                 summary = STAGES[stage](self, it)
                 self._finish(it, stage, summary, time.perf_counter() - started)
             self._write_manifest(it)
+        self._final_test()
         self._write_report()
         return self.state
+
+    def _final_test(self) -> None:
+        """Score the start and the model kept, once each, on the final instances (and the
+        template-held-out templates); models already scored are read back, not played again."""
+        kept = self.best
+        s_inst, s_tmpl = self._final_reports(START, self.state.start)
+        k_inst, k_tmpl = self._final_reports(kept.iteration, kept.ref)
+        if s_inst is None or k_inst is None:
+            self.state.final = None
+            self._save()
+            return
+        note = (
+            "template-held-out: templates this run never trained on; a start trained before "
+            "they were held out of `simphone demos` (the shipped demo adapter saw all 65) has seen them"
+            if s_tmpl is not None
+            else ""
+        )
+        self.state.final = final_test(
+            (START, self.state.start, s_inst, s_tmpl), (kept.iteration, kept.ref, k_inst, k_tmpl), note=note
+        )
+        self._save()
+        final = self.state.final
+        self.echo(
+            f"final test: start {final.start.instance_heldout.successes}/{final.start.instance_heldout.n}, "
+            f"kept (iteration {kept.iteration}) {final.kept.instance_heldout.successes}/"
+            f"{final.kept.instance_heldout.n} instance-held-out"
+        )
+
+    def _final_reports(self, iteration: int, ref: str) -> tuple[EvalReport | None, EvalReport | None]:
+        """One model's final-test reports (instance-held-out, template-held-out), cached under
+        ``final/`` by the iteration that produced the model; (None, None) when the run has no
+        final instances (a task list with a single test task)."""
+        where = self.out / "final" / f"iter_{iteration:04d}"
+        if self.opts.task_list is not None and not self.listed_part("final"):
+            return None, None
+        instances = self._evaluate(ref, where, split="final", name="instance-heldout.json")
+        templates = None
+        if self.heldout_templates:
+            heldout = ",".join(self.heldout_templates)
+            templates = self._evaluate(ref, where, split="final", name="template-heldout.json", tasks=heldout)
+        return instances, templates
 
     # -- helpers shared by stages ---------------------------------------------------------------
 
@@ -235,48 +360,97 @@ class Evolution:
         assert self.state.best is not None  # set by the start's evaluation
         return self.state.best
 
-    def _evaluate(self, ref: str, where: Path, *, split: str = "test") -> EvalReport:
-        """Held-out (or, for rollouts, train) episodes of ``ref``; the report is saved beside."""
+    def _evaluate(
+        self,
+        ref: str,
+        where: Path,
+        *,
+        split: str = "selection",
+        name: str | None = None,
+        tasks: str | None = None,
+    ) -> EvalReport:
+        """Episodes of ``ref`` on ``split`` (train: rollouts; selection: what the gate decides on;
+        final: the final test, read back when ``where/name`` holds the same instances); the report
+        is saved beside. ``tasks`` overrides the split's templates (the template-held-out ones)."""
         from agent_runtime.evaluation import AgentPolicy, evaluate
 
-        where.mkdir(parents=True, exist_ok=True)
         rollouts = split == "train"
-        runs_dir = where / ("rollouts" if rollouts else "eval-runs")
+        name = name or ("rollouts.json" if rollouts else "eval.json")
+        episodes = {
+            "train": self.opts.train_episodes,
+            "selection": self.opts.eval_episodes,
+            "final": self.opts.heldout_episodes if tasks is not None else self.opts.final_per_template(),
+        }[split]
+        tasks = tasks or (self.train_tasks if rollouts else self.selection_tasks)
+        if split == "final" and (cached := self._scored(where / name, tasks, episodes)) is not None:
+            return cached
+        where.mkdir(parents=True, exist_ok=True)
+        runs_dir = where / (
+            "rollouts" if rollouts else "eval-runs" if split == "selection" else f"{name[:-5]}-runs"
+        )
         if runs_dir.exists():  # a stage cut off half-way is replayed from its start
             shutil.rmtree(runs_dir)
         temperature = self.opts.rollout_temperature if rollouts else None
-        iteration = int(where.name.removeprefix("iter_"))
         progress: dict[str, Advance] = {}
+        label = {"train": "rollouts", "selection": "selection eval", "final": "final test"}[split]
 
         def on_plan(n: int) -> None:
-            progress["advance"] = self.track("rollouts" if rollouts else "held-out eval", n)
+            progress["advance"] = self.track(label, n)
 
         if self.opts.task_list is not None:
-            on_plan(sum(1 for t in self.listed() if t.split == split))
+            listed = [t for t in self.listed() if t.split == "train"] if rollouts else self.listed_part(split)
+            on_plan(len(listed))
             report = self._play_list(
-                ref, runs_dir, split, temperature, on_result=lambda _r: progress["advance"](1)
-            )
-            _atomic_write(
-                where / ("rollouts.json" if rollouts else "eval.json"), report.model_dump_json(indent=2)
-            )
+                ref, runs_dir, "train" if rollouts else "test", temperature,
+                on_result=lambda _r: progress["advance"](1), tasks=listed,
+            )  # fmt: skip
+            _atomic_write(where / name, report.model_dump_json(indent=2))
             return report
         policy = AgentPolicy(self.config_with(ref, runs_dir=runs_dir, temperature=temperature))
+        # New train instances every iteration; the same selection (and final) instances every time.
+        seed = self.opts.seed + (1000 * int(where.name.removeprefix("iter_")) if rollouts else 0)
         report = evaluate(
             policy,
-            tasks=self.opts.tasks if rollouts else self.opts.held_out_tasks(),
+            tasks=tasks,
             split=split,
-            episodes=self.opts.train_episodes if rollouts else self.opts.eval_episodes,
-            # New train instances every iteration; the same held-out instances every time.
-            seed=self.opts.seed + 1000 * iteration if rollouts else self.opts.seed,
+            episodes=episodes,
+            seed=seed,
             workers=self.opts.workers,
             executor="thread",
             on_plan=on_plan,
             on_result=lambda _r: progress["advance"](1),
-            distinct=not rollouts,  # held-out instances are different tasks (paired test, table)
+            distinct=not rollouts,  # held-out instances are different tasks (clustered test, table)
         )
-        name = "rollouts.json" if rollouts else "eval.json"
         _atomic_write(where / name, report.model_dump_json(indent=2))
         return report
+
+    def _scored(self, path: Path, tasks: str, episodes: int) -> EvalReport | None:
+        """The final-test report at ``path`` if it scored these instances (a model is scored
+        once; a resumed run with other final-test options scores it again)."""
+        if not path.exists():
+            return None
+        report = EvalReport.model_validate_json(path.read_text(encoding="utf-8"))
+        if self.opts.task_list is not None:
+            wanted = {str(t.id) for t in self.listed_part("final")}
+            return report if set(report.per_task) == wanted else None
+        same = set(report.per_task) == set(tasks.split(",")) and report.episodes == episodes
+        return report if same and report.seed == self.opts.seed else None
+
+    def listed_part(self, split: str) -> list[Any]:
+        """A task list's tasks of ``split``: its train tasks, or one half of its test tasks.
+
+        Test tasks are ordered by the sha256 of their id and dealt alternately to ``selection``
+        and ``final``: disjoint by construction, independent of the file's order, and the
+        selection half is never empty while there is a test task."""
+        import hashlib
+
+        if split == "train":
+            return [t for t in self.listed() if t.split == "train"]
+        tests = sorted(
+            (t for t in self.listed() if t.split == "test"),
+            key=lambda t: hashlib.sha256(str(t.id).encode()).hexdigest(),
+        )
+        return tests[0::2] if split == "selection" else tests[1::2]
 
     def listed(self) -> list[Any]:
         from agent_runtime.trainers.evolve.tasklist import load_task_list
@@ -301,15 +475,19 @@ class Evolution:
         *,
         on_result: Callable[[Any], None] | None = None,
         hinted: list[Any] | None = None,
+        tasks: list[Any] | None = None,
     ) -> EvalReport:
-        """The task list's ``split`` on ``--device`` (module docstring of :mod:`.tasklist`)."""
+        """The task list's ``split`` on ``--device`` (module docstring of :mod:`.tasklist`), of
+        ``tasks`` (default: the whole list) or of the ``hinted`` ones, played with their hints."""
         from agent_runtime.trainers.evolve.tasklist import play
 
         device = self.opts.device or self.runtime.device.spec
         config = self.config_with(ref, runs_dir=runs_dir, temperature=temperature)
-        tasks = hinted if hinted is not None else self.listed()
+        played: list[Any] = hinted if hinted is not None else tasks if tasks is not None else self.listed()
         judge = self.critic(steps=False)
-        return play(tasks, config, device, judge, split=split, hinted=hinted is not None, on_result=on_result)
+        return play(
+            played, config, device, judge, split=split, hinted=hinted is not None, on_result=on_result
+        )
 
     def _candidate(self, it: int) -> str | None:
         """The newest model this iteration trained (rl over irr over sft), None when none."""
@@ -336,7 +514,9 @@ class Evolution:
         _atomic_write(self._dir(it) / "manifest.json", json.dumps(manifest, indent=2))
 
     def _write_report(self) -> None:
-        """``OUT/report.json``: every evaluated model's held-out results, per template."""
+        """``OUT/report.json``: every evaluated model's selection results per template, the
+        gate's levels, and the final test (instance- and template-held-out, with its clustered
+        test) once the iterations are done."""
         rows = []
         for it in range(START, self.opts.iterations + 1):
             path = self._dir(it) / "eval.json"
@@ -354,13 +534,20 @@ class Evolution:
                     "ci95": report.ci95,
                     "per_task": {name: f"{t.successes}/{t.n}" for name, t in report.per_task.items()},
                     "paired": decision.paired.model_dump() if decision and decision.paired else None,
+                    "alpha": decision.alpha if decision else None,
                     "promoted": decision.promoted if decision else None,
                 }
             )
-        _atomic_write(
-            self.out / "report.json",
-            json.dumps({"best": self.best.model_dump(mode="json"), "rows": rows}, indent=2),
-        )
+        gate = {
+            "test": "template-clustered sign-flip, one-sided (evaluation/paired.py)",
+            "promote_alpha": self.opts.promote_alpha,
+            "planned_iterations": self.state.planned_iterations,
+            "selection_templates": self.selection_tasks.split(",") if self.selection_tasks else None,
+            "template_heldout": self.heldout_templates,
+        }
+        final = self.state.final.model_dump(mode="json") if self.state.final else None
+        whole = {"best": self.best.model_dump(mode="json"), "gate": gate, "rows": rows, "final": final}
+        _atomic_write(self.out / "report.json", json.dumps(whole, indent=2))
 
 
 def _eval_line(label: str, report: EvalReport) -> str:
@@ -467,6 +654,20 @@ def stage_hints(ev: Evolution, it: int) -> dict[str, Any]:
     }
 
 
+def stage_corrections(ev: Evolution, it: int) -> dict[str, Any]:
+    """On-policy corrections: SimPhone's oracle labels the Manager and Worker calls at every state
+    the iteration's failed rollouts visited (:mod:`.corrections`)."""
+    from agent_runtime.traces import iter_runs
+    from agent_runtime.trainers.evolve.corrections import correct_runs
+
+    out = ev._dir(it) / "corrections"
+    if out.exists():  # a stage cut off half-way is redone from its start
+        shutil.rmtree(out)
+    runs = list(iter_runs(ev._dir(it) / "rollouts"))
+    stats = correct_runs(runs, out, progress=ev.track("oracle corrections (runs)", len(runs)))
+    return stats.model_dump(mode="json")
+
+
 def _listed_demos(ev: Evolution, it: int, failed: set[str], out: Path) -> tuple[list[Path], dict[str, str]]:
     """Task-list demonstrations: the failed train tasks that have hints, played again with them;
     the runs the critic judged correct, with the hints taken back out of their prompts."""
@@ -499,7 +700,10 @@ def _link_runs(dirs: list[Path], data: Path) -> None:
 
 
 def stage_sft(ev: Evolution, it: int) -> dict[str, Any]:
-    """SFT from the current model on this iteration's data and the data carried over."""
+    """SFT from the current model on this iteration's data and the data carried over, with
+    earlier data replayed (self-evolve: :func:`_replay_pool`), warm-up, and the checkpoint kept
+    that is best on held-aside train rows — the start's own weights included, in which case the
+    iteration has no SFT candidate (continuing would only move the adapter off what it fits)."""
     from agent_runtime.traces import iter_runs
     from agent_runtime.trainers.data.filters.pipeline import FilterSettings
     from agent_runtime.trainers.distill import DataOptions, distill
@@ -511,14 +715,20 @@ def stage_sft(ev: Evolution, it: int) -> dict[str, Any]:
         new += list(iter_runs(here / "demos"))
     else:
         new += list(iter_runs(here / "rollouts"))
-        if (here / "hinted").is_dir():
-            new += list(iter_runs(here / "hinted"))
+        for made in ("corrections", "hinted"):
+            if (here / made).is_dir():
+                new += list(iter_runs(here / made))
     carried = [Path(p) for p in ev.state.carried if Path(p).is_dir()]
-    data, out = here / "data", here / "sft"
-    for d in (data, out):
+    data, out, replay = here / "data", here / "sft", here / "replay"
+    for d in (data, out, replay):
         if d.exists():
             shutil.rmtree(d)
     _link_runs(carried + new, data)
+    replayed: list[Path] = []
+    if ev.opts.recipe == "self-evolve" and ev.opts.replay_ratio > 0:
+        # mobilerl's SFT teaches a new format (no reasoning): its start's data would contradict it
+        replayed = _replay_pool(ev, it, exclude=carried + new)
+        _link_runs(replayed, replay)
     base = training_ref(ev.best.ref)
     config = SFTConfig(
         base=base,
@@ -528,11 +738,17 @@ def stage_sft(ev: Evolution, it: int) -> dict[str, Any]:
         epochs=ev.opts.sft_epochs,
         max_steps=ev.opts.sft_max_steps,
         batch_size=ev.opts.sft_batch_size,
+        warmup_ratio=ev.opts.sft_warmup,
+        validation_fraction=ev.opts.sft_validation,
         seed=ev.opts.seed + it,
         progress=False,
     )
     options = DataOptions(
-        runs_dir=data, max_samples=ev.opts.max_samples, filters=FilterSettings(seed=ev.opts.seed)
+        runs_dir=data,
+        max_samples=ev.opts.max_samples,
+        filters=FilterSettings(seed=ev.opts.seed),
+        replay_dir=replay if replayed else None,
+        replay_ratio=ev.opts.replay_ratio,
     )
     try:
         manifest = distill("sft", config, options, echo=ev.echo, track=ev.track)
@@ -545,14 +761,71 @@ def stage_sft(ev: Evolution, it: int) -> dict[str, Any]:
         return {"output": None, "base": base, "runs": len(carried) + len(new), "why": exc.message}
     ev.state.carried = [str(p) for p in carried + new]  # used once a model trained on them is promoted
     ev._save()
-    return {
+    extra = manifest.training.extra
+    summary = {
         "output": str(out),
         "base": base,
         "runs": len(carried) + len(new),
         "carried_runs": len(carried),
+        "replay_runs": len(replayed),
+        "replay": extra.get("replay"),
         "train_rows": manifest.data.train_rows,
         "final_loss": manifest.training.losses[-1].loss if manifest.training.losses else None,
+        "validation": extra.get("validation"),
     }
+    if (extra.get("validation") or {}).get("best_step") == 0:
+        ev.echo(f"iteration {it}: no SFT step beat the start on the validation rows; no SFT candidate")
+        return {**summary, "output": None, "why": "no SFT step beat the start on the validation rows"}
+    return summary
+
+
+def _replay_pool(ev: Evolution, it: int, *, exclude: list[Path]) -> list[Path]:
+    """Runs of earlier data to replay: what the start was trained on (``--replay-runs``, else its
+    manifest's source runs that exist here, else oracle demonstrations of the train templates,
+    written once to ``OUT/replay-demos``) and the data of every earlier iteration."""
+    from agent_runtime.models.refs import resolve_model_ref
+    from agent_runtime.traces import iter_runs
+    from agent_runtime.trainers.artifacts import read_manifest
+    from agent_runtime.trainers.demos.traces import DemoOptions, write_demos
+
+    start: list[Path] = []
+    if ev.opts.replay_runs is not None:
+        start = list(iter_runs(ev.opts.replay_runs.expanduser()))
+    else:
+        adapter = resolve_model_ref(training_ref(ev.state.start)).adapter
+        if adapter is not None and (Path(adapter) / MANIFEST).is_file():
+            sources = read_manifest(adapter).data.source_runs
+            start = [Path(p) for p in sources if Path(p).is_dir()]
+    if not start and ev.opts.task_list is None:
+        demos = ev.out / "replay-demos"
+        if not (demos / "demos.json").is_file():
+            if demos.exists():
+                shutil.rmtree(demos)
+            model = ev.runtime.models[ev.model_name]
+            report = write_demos(
+                DemoOptions(
+                    tasks=ev.opts.tasks,
+                    exclude_heldout=True,
+                    episodes=ev.opts.train_episodes,
+                    seed=ev.opts.seed + 7919,  # instances other than the rollouts' first ones
+                    observation=model.observation,
+                    prompts=model.prompts,
+                    roles=tuple(ev.opts.roles()),
+                    model=model,
+                ),
+                demos,
+            )
+            (demos / "demos.json").write_text(report.model_dump_json(indent=2), encoding="utf-8")
+        start = list(iter_runs(demos))
+    earlier = [d for k in range(1, it) for d in iter_runs(ev._dir(k) / "data")]
+    skip = {p.resolve() for p in exclude}
+    seen: set[Path] = set()
+    pool = []
+    for d in (*start, *earlier):
+        if d.resolve() not in skip and d.resolve() not in seen:
+            seen.add(d.resolve())
+            pool.append(d)
+    return pool
 
 
 def stage_demos(ev: Evolution, it: int) -> dict[str, Any]:
@@ -567,7 +840,7 @@ def stage_demos(ev: Evolution, it: int) -> dict[str, Any]:
             shutil.rmtree(d)
     report = write_demos(
         DemoOptions(
-            tasks=ev.opts.tasks,
+            tasks=ev.train_tasks or None,  # never a template-held-out template
             episodes=ev.opts.train_episodes,
             seed=ev.opts.seed,
             observation=model.observation,
@@ -593,7 +866,7 @@ def stage_irr(ev: Evolution, it: int) -> dict[str, Any]:
     config = IRRConfig(
         base=str(sft["output"]), output_dir=out, role="worker", seed=ev.opts.seed + it, progress=False
     )
-    data = DataOptions(tasks=ev.opts.tasks, episodes=ev.opts.train_episodes, overwrite=True)
+    data = DataOptions(tasks=ev.train_tasks or None, episodes=ev.opts.train_episodes, overwrite=True)
     distill("irr", config, data, echo=ev.echo, track=ev.track)
     return {"output": str(out), "base": str(sft["output"])}
 
@@ -616,7 +889,9 @@ def stage_rl(ev: Evolution, it: int) -> dict[str, Any]:
         seed=ev.opts.seed + it,
         progress=False,
     )
-    rl = RLOptions(tasks=ev.opts.tasks, episodes=ev.opts.rl_episodes, iterations=ev.opts.rl_iterations)
+    rl = RLOptions(
+        tasks=ev.train_tasks or None, episodes=ev.opts.rl_episodes, iterations=ev.opts.rl_iterations
+    )
     runtime = ev.config_with(start, runs_dir=out / "runs")
     distill(
         ev.opts.rl, config, DataOptions(rl=rl, overwrite=True), echo=ev.echo, track=ev.track, runtime=runtime
@@ -625,6 +900,7 @@ def stage_rl(ev: Evolution, it: int) -> dict[str, Any]:
 
 
 def stage_eval(ev: Evolution, it: int) -> dict[str, Any]:
+    """The candidate on the selection instances (the same ones as every model of the run)."""
     candidate = ev._candidate(it)
     if candidate is None:
         return {"candidate": None}
@@ -632,23 +908,6 @@ def stage_eval(ev: Evolution, it: int) -> dict[str, Any]:
     ev.echo(_eval_line(f"iteration {it}", report))
     ev._write_report()
     return {"candidate": candidate, "successes": report.successes, "n": report.n}
-
-
-def decide(best: EvalReport, candidate: EvalReport, alpha: float) -> tuple[bool, PairedResult, str]:
-    """Promote iff the candidate gains more held-out instances than it loses, significantly at
-    ``alpha`` (one-sided exact McNemar on the same instances)."""
-    paired = paired_test(outcomes(best.results), outcomes(candidate.results))
-    if paired.missing:
-        raise TrainingError(
-            "the candidate and the current model were evaluated on different instances "
-            f"({len(paired.missing)} differ)",
-            hint="held-out settings changed between iterations; start a new evolve run",
-        )
-    if paired.gains <= paired.losses:
-        return False, paired, f"no net gain ({paired.gains} gained, {paired.losses} lost)"
-    if paired.p_greater > alpha:
-        return False, paired, f"gain not significant (p = {paired.p_greater:.3g} > {alpha})"
-    return True, paired, f"{paired.gains} gained, {paired.losses} lost, p = {paired.p_greater:.3g} ≤ {alpha}"
 
 
 def stage_promote(ev: Evolution, it: int) -> dict[str, Any]:
@@ -659,9 +918,10 @@ def stage_promote(ev: Evolution, it: int) -> dict[str, Any]:
     else:
         best = EvalReport.model_validate_json(Path(ev.best.eval_path).read_text(encoding="utf-8"))
         new = EvalReport.model_validate_json((ev._dir(it) / "eval.json").read_text(encoding="utf-8"))
-        promoted, paired, reason = decide(best, new, ev.opts.promote_alpha)
+        alpha = iteration_alpha(ev.opts.promote_alpha, ev.state.planned_iterations, it)
+        promoted, paired, reason = decide(best, new, alpha)
         decision = Promotion(
-            iteration=it, candidate=candidate, paired=paired, promoted=promoted, reason=reason
+            iteration=it, candidate=candidate, paired=paired, alpha=alpha, promoted=promoted, reason=reason
         )
         if promoted:
             _publish(ev.out / "best", Path(candidate), it)
@@ -696,6 +956,7 @@ def _publish(dst: Path, src: Path, iteration: int) -> None:
 STAGES: dict[Stage, Callable[[Evolution, int], dict[str, Any]]] = {
     "rollouts": stage_rollouts,
     "critics": stage_critics,
+    "corrections": stage_corrections,
     "hints": stage_hints,
     "demos": stage_demos,
     "sft": stage_sft,
