@@ -1,10 +1,11 @@
 """Offline hint-guided rejection sampling (Mobile-Agent-v3 §2.2.3) on real oracle demonstrations.
 
 The demonstrations come from the real ``simphone demos`` code path (compact prompts, ui_tree).
-The tiny model almost never matches an action, so the accepting path is driven by two test
-doubles that read the hint the way a capable model would: one whose reasoning still leads to the
-action without the hint (accepted), one that gets it right only while it sees the hint (rejected
-by the hint-free check). The real engine is exercised on the tiny Qwen2.5-VL.
+The tiny model almost never matches an action, so the accepting path is driven by test doubles
+that read the hint the way a capable model would: one that also gets the answer right in fresh
+replies to the unhinted prompt (accepted), one that gets it right only while it sees the hint
+(rejected by the unhinted check), and ones whose reasoning restates the hint in some wording
+(never kept). The real engine is exercised on the tiny Qwen2.5-VL.
 """
 
 from __future__ import annotations
@@ -58,17 +59,26 @@ def _texts(messages: list[dict[str, Any]]) -> str:
 
 
 class HintReadingModelDouble:
-    """A test double of a model that learns from the hint: each reply names the hinted answer in
-    its reasoning; the first of each batch is wrong (a non-match that must be filtered out).
-    Without the hint it continues from the reasoning it is given — so it stays right."""
+    """A test double of a model that learns from the hint: the first reply of each hinted batch
+    is wrong (a non-match that must be filtered out), the others give the hinted answer after
+    reasoning of their own. Asked afresh without the hint (the unhinted check, which always
+    follows the hinted request of the same call) it gives that answer again — it can do the
+    step on its own."""
 
     name = "hint-reading-double"
+    #: The reasoning before the answer section ({answer}: the hinted answer, {index}: its index).
+    reasoning = "Looking at the screen, this is what the request needs next."
 
     def __init__(self) -> None:
-        self.greedy_prefixes: list[str] = []
+        self.unhinted: list[list[dict[str, Any]]] = []
+        self._answer_now = ""
 
     def sample(self, messages: list[dict[str, Any]], k: int) -> list[str]:
-        last = messages[-1]["content"][-1]["text"]
+        last = messages[-1]["content"][-1].get("text", "")
+        if "<hint>" not in last:
+            assert "<hint>" not in _texts(messages) and "Hint (from" not in _texts(messages)
+            self.unhinted.append(messages)
+            return [self.unhinted_reply(self._answer_now) for _ in range(k)]
         assert last.startswith("\n\n<hint>\nHint (from a demonstration): ") and last.endswith("</hint>")
         action, subgoal = _ACTION_HINT.search(last), _SUBGOAL_HINT.search(last)
         if action is not None:
@@ -77,13 +87,13 @@ class HintReadingModelDouble:
         else:
             answer = subgoal.group(1) if subgoal is not None else "Finished"
             wrong = "### Thought ###\nStart over.\n\n### Plan ###\n1. Go home and start over\n"
-        reasoning = f"### Thought ###\nLooking at the screen, the step to take is: {answer}\n\n"
-        return [wrong] + [reasoning + self._answer(answer)] * (k - 1)
+        self._answer_now = answer
+        index = json.loads(answer).get("index", "") if answer.startswith("{") else ""
+        thought = self.reasoning.format(answer=answer, index=index)
+        return [wrong] + [f"### Thought ###\n{thought}\n\n" + self._answer(answer)] * (k - 1)
 
-    def continue_greedy(self, messages: list[dict[str, Any]], prefix: str) -> str:
-        assert "<hint>" not in _texts(messages) and "Hint (from" not in _texts(messages)
-        self.greedy_prefixes.append(prefix)
-        return self._answer(prefix.rsplit("the step to take is: ", 1)[1].strip())
+    def unhinted_reply(self, answer: str) -> str:
+        return "### Thought ###\nOn my own.\n\n" + self._answer(answer)
 
     @staticmethod
     def _answer(answer: str) -> str:
@@ -94,18 +104,13 @@ class HintReadingModelDouble:
 
 
 class HintOnlyModelDouble(HintReadingModelDouble):
-    """A test double that matches only while it sees the hint: its hint-free continuation
-    ignores the reasoning and answers something else."""
+    """A test double that matches only while it sees the hint: asked afresh without it, it
+    answers something else."""
 
     name = "hint-only-double"
 
-    def continue_greedy(self, messages: list[dict[str, Any]], prefix: str) -> str:
-        assert "<hint>" not in _texts(messages)
-        return self._wrong(prefix)
-
-    @staticmethod
-    def _wrong(prefix: str) -> str:
-        if '"action"' in prefix:
+    def unhinted_reply(self, answer: str) -> str:
+        if answer.startswith("{"):
             return '### Action ###\n{"action": "system_button", "button": "Home"}\n'
         return "### Plan ###\n1. Go home and start over\n"
 
@@ -114,9 +119,18 @@ class HintCitingModelDouble(HintReadingModelDouble):
     """A test double whose reasoning cites the hint: never accepted, whatever follows."""
 
     name = "hint-citing-double"
+    reasoning = "As the hint says, this is what the request needs next."
 
-    def sample(self, messages: list[dict[str, Any]], k: int) -> list[str]:
-        return [r.replace("Looking at the screen", "As the hint says") for r in super().sample(messages, k)]
+
+#: Reasoning that restates the hinted answer, most of it without ever saying "hint".
+RESTATEMENTS = [
+    "The demonstration says the right next action is {answer}.",
+    "As suggested, the next step is {answer}.",
+    "The right move is to tap [{index}].",
+    "I was told what comes next, so I follow it.",
+    "According to what I know works here, I go on.",
+    "Per the given answer: {answer}.",
+]
 
 
 class NudgingModelDouble(HintReadingModelDouble):
@@ -131,7 +145,8 @@ class NudgingModelDouble(HintReadingModelDouble):
         self.images: list[dict[str, Any]] = []
 
     def sample(self, messages: list[dict[str, Any]], k: int) -> list[str]:
-        self.images += [p for p in messages[-1]["content"] if p["type"] == "image_url"]
+        if "<hint>" in _texts(messages):  # the hinted requests (the unhinted check sends them again)
+            self.images += [p for p in messages[-1]["content"] if p["type"] == "image_url"]
         return [self._nudge(r) for r in super().sample(messages, k)]
 
     def _nudge(self, reply: str) -> str:
@@ -163,11 +178,14 @@ def test_replies_that_hold_up_without_the_hint_replace_the_oracle_completions(de
     stats = hint_guided(demos, tmp_path / "out", double, roles=ROLES, k=3, progress=advanced.append)
     n = len(targets)
     assert n == 17  # 8 Worker steps, 9 Manager calls (first plans and updates) in the two demos
-    assert stats == HintStats(runs=2, calls=n, candidates=3 * n, hinted_matches=2 * n, verified=n)
+    assert stats == HintStats(
+        runs=2, calls=n, candidates=3 * n, hinted_matches=2 * n, fresh_samples=3 * n, fresh_matches=3 * n,
+        verified=n,
+    )  # fmt: skip
     assert advanced == [1] * n
-    # Verification got the reasoning only — never an answer section.
-    assert len(double.greedy_prefixes) == n
-    assert all("### Action ###" not in p and "### Plan ###" not in p for p in double.greedy_prefixes)
+    # The unhinted check asked fresh questions: the recorded prompt, no hinted reasoning in it.
+    assert len(double.unhinted) == n
+    assert all(m[-1]["role"] == "user" for m in double.unhinted)
 
     out_runs = list(iter_runs(tmp_path / "out"))
     assert sorted(r.name for r in out_runs) == sorted(r.name for r in demos)
@@ -193,7 +211,7 @@ def test_replies_that_hold_up_without_the_hint_replace_the_oracle_completions(de
     samples = collect_samples(tmp_path / "out", ROLES).samples
     assert len(samples) == n
     for s in samples:
-        assert s.completion.startswith("### Thought ###\nLooking at the screen, the step to take is: ")
+        assert s.completion.startswith(f"### Thought ###\n{HintReadingModelDouble.reasoning}\n\n")
         parser = parse_worker if s.role == "worker" else parse_manager
         assert s.valid and s.parsed == parser(s.completion).model_dump(mode="json")
     oracle = {(c.run_id, c.step, c.role): c for c in targets}
@@ -221,8 +239,12 @@ def test_replies_right_only_with_the_hint_fall_back_to_the_oracle_or_are_dropped
     targets = _targets(demos, ("worker",))
     n = len(targets)
     stats = hint_guided(demos, tmp_path / "oracle", double(), k=2, fallback="oracle")
-    leaked = n if double is HintCitingModelDouble else 0
-    assert stats == HintStats(runs=2, calls=n, candidates=2 * n, hinted_matches=n, leaked=leaked, fell_back=n)
+    citing = double is HintCitingModelDouble
+    leaked, fresh = (n, 0) if citing else (0, 2 * n)
+    assert stats == HintStats(
+        runs=2, calls=n, candidates=2 * n, hinted_matches=n, leaked=leaked,
+        leaks={"reference": n} if citing else {}, fresh_samples=fresh, fell_back=n,
+    )  # fmt: skip
     kept = collect_samples(tmp_path / "oracle", ["worker"]).samples
     assert [s.completion for s in kept] == [c.completion for c in targets]
     assert {load_run(r).calls_for("worker")[0].extra[HINT_KEY] for r in iter_runs(tmp_path / "oracle")} == {
@@ -237,6 +259,53 @@ def test_replies_right_only_with_the_hint_fall_back_to_the_oracle_or_are_dropped
     assert len(calls) == n and all(c.extra[NOT_A_TARGET] and c.extra[HINT_KEY] == "dropped" for c in calls)
     # The Manager was not asked for: its demonstrations are still targets.
     assert len(collect_samples(tmp_path / "drop", ["manager"]).samples) == len(_targets(demos, ("manager",)))
+
+
+@pytest.mark.parametrize("restated", RESTATEMENTS)
+def test_a_reply_that_restates_the_hinted_answer_in_any_wording_is_never_kept(demos, tmp_path, restated):
+    """Each wording restates the answer (most never say "hint"); the double would pass the
+    unhinted check, so only the leak check stands between these replies and the targets."""
+    double = type("RestatingDouble", (HintReadingModelDouble,), {"reasoning": restated})()
+    stats = hint_guided(demos, tmp_path / "out", double, roles=ROLES, k=3, fallback="drop")
+    n = len(_targets(demos))
+    assert (stats.hinted_matches, stats.leaked, stats.verified, stats.dropped) == (2 * n, 2 * n, 0, n)
+    assert double.unhinted == []  # nothing clean was left to verify
+    assert collect_samples(tmp_path / "out", ROLES).samples == []
+
+
+def test_a_worker_reply_that_copies_the_hinted_action_is_never_kept(demos, tmp_path):
+    """Reasoning that spells out the hinted action (which no unhinted prompt shows) copies it."""
+    double = type("CopyingDouble", (HintReadingModelDouble,), {"reasoning": "So the step is {answer}."})()
+    stats = hint_guided(demos, tmp_path / "out", double, k=2, fallback="drop")
+    n = len(_targets(demos, ("worker",)))
+    assert (stats.leaked, stats.leaks, stats.verified, stats.dropped) == (n, {"copied": n}, 0, n)
+
+
+def test_a_task_list_keeps_no_hinted_reply_it_could_not_verify(demos, tmp_path):
+    """Task-list demonstrations are the model's own replies, written with the task's hints in
+    view: after unhinting, no call is a target, whatever the fallback, until hint-guided
+    sampling verifies it from fresh unhinted replies."""
+    from agent_runtime.trainers.evolve.tasklist import ListedTask, unhint_runs
+
+    tasks = {
+        load_run(r).run.eval["task"]: ListedTask(id="t", goal="g", split="train", hints=["Tap Clock"])
+        for r in demos
+    }
+    unhinted = unhint_runs(demos, tasks, tmp_path / "unhinted")
+    assert collect_samples(tmp_path / "unhinted").samples == []  # every role, as written: unverified
+
+    stats = hint_guided(
+        unhinted, tmp_path / "oracle", HintOnlyModelDouble(), roles=ROLES, k=2, fallback="oracle"
+    )
+    n = len(_targets(demos))
+    assert (stats.calls, stats.verified, stats.fell_back, stats.dropped) == (n, 0, 0, n)
+    assert collect_samples(tmp_path / "oracle").samples == []
+
+    stats = hint_guided(unhinted, tmp_path / "verified", HintReadingModelDouble(), roles=ROLES, k=2)
+    assert (stats.verified, stats.fell_back) == (n, 0)
+    kept = collect_samples(tmp_path / "verified").samples
+    assert len(kept) == n and {s.role for s in kept} == set(ROLES)  # the Reflector's replies: never
+    assert all(s.completion.startswith(f"### Thought ###\n{HintReadingModelDouble.reasoning}") for s in kept)
 
 
 def test_screenshot_demonstrations_match_taps_within_the_tolerance_in_screen_pixels(tmp_path):
@@ -274,11 +343,8 @@ def one_thread() -> Iterator[None]:
 
 
 @pytest.mark.train
-def test_the_tiny_model_is_sampled_and_continued_through_the_engine(
-    demos, tiny_vlm_dir, tmp_path, one_thread
-):
+def test_the_tiny_model_is_sampled_through_the_engine(demos, tiny_vlm_dir, tmp_path, one_thread):
     from agent_runtime.models.engine import TransformersEngine
-    from agent_runtime.models.protocol import ChatCompletionRequest
 
     engine = TransformersEngine(tiny_vlm_dir)
     generator = EngineHintGenerator(engine, max_new_tokens=12, seed=0)
@@ -287,24 +353,16 @@ def test_the_tiny_model_is_sampled_and_continued_through_the_engine(
     n = len(_targets([run]))
     assert (stats.calls, stats.candidates) == (n, 2 * n)
     assert stats.verified + stats.fell_back == n and stats.dropped == 0
+    # Fresh unhinted replies are drawn only for calls with a clean matching hinted reply.
+    assert stats.fresh_samples % 2 == 0 and stats.fresh_samples <= 2 * n
     assert len(collect_samples(tmp_path / "out", ROLES).samples) == n
     assert (
         load_run(next(iter_runs(tmp_path / "out"))).run.model_extra[HINT_KEY]["model"] == engine.served_name
     )
 
-    # The continuation picks up exactly where the engine's own greedy reply would go on.
-    messages = _targets([run], ("worker",))[1].messages
-    request = {"messages": messages, "temperature": 0.0, "max_tokens": 12, "return_token_ids": True}
-    greedy = engine.chat(ChatCompletionRequest.model_validate(request)).choices[0]
-    assert generator.continue_greedy(messages, "") == greedy.message.content
-    prefix = engine.tokenizer.decode(greedy.token_ids[:4])
-    assert (prefix + generator.continue_greedy(messages, prefix)).startswith(greedy.message.content)
-
 
 @pytest.mark.train
-def test_a_lora_model_reference_samples_and_continues_with_its_adapter(
-    demos, tiny_vlm_dir, tmp_path, one_thread
-):
+def test_a_lora_model_reference_samples_with_its_adapter(demos, tiny_vlm_dir, tmp_path, one_thread):
     from peft import LoraConfig, get_peft_model
 
     from agent_runtime.models.hf import load_model
@@ -313,7 +371,7 @@ def test_a_lora_model_reference_samples_and_continues_with_its_adapter(
     lora = LoraConfig(r=2, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
     get_peft_model(load_model(tiny_vlm_dir), lora).save_pretrained(tmp_path / "adapter")
     generator = EngineHintGenerator.from_model_ref(
-        f"transformers:{tiny_vlm_dir}?adapter={tmp_path / 'adapter'}", max_new_tokens=12
+        f"transformers:{tiny_vlm_dir}?adapter={tmp_path / 'adapter'}", max_new_tokens=12, temperature=1e-6
     )
     engine = generator.engine
     assert list(engine.adapters.values()) == [str((tmp_path / "adapter").resolve())]
@@ -329,5 +387,5 @@ def test_a_lora_model_reference_samples_and_continues_with_its_adapter(
 
     adapted, base = greedy(generator.adapter), greedy(None)
     assert adapted != base
-    # Even right after the engine served the base model, the continuation runs the adapter.
-    assert generator.continue_greedy(messages, "") == adapted
+    # Even right after the engine served the base model, sampling (near-greedy here) runs the adapter.
+    assert generator.sample(messages, 1) == [adapted]

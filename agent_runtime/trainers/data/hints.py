@@ -12,17 +12,22 @@ its reasoning is the oracle's template, not the model's. For each target call of
    :func:`~agent_runtime.trainers.data.matching.actions_match` in screen pixels, or — for
    element-index actions — the same element and otherwise the same action; a Manager plan by
    the same next subgoal, or both Finished;
-4. each kept reply is **verified without the hint**: its reasoning (the reply up to its Action,
-   or Plan, section) is given as the start of the assistant's turn after the hint-free prompt and
-   the model continues greedily; the reply is accepted when the continued reply still matches.
-   Reasoning that mentions the hint is never accepted: the trained model sees no hint, and a
-   target that cites one teaches it to invent them. The first accepted reply (the reasoning plus
-   the model's own continuation) replaces the call's completion;
-5. a call with no accepted reply keeps the oracle's reply (``fallback="oracle"``) or is marked
-   ``not_a_target`` (``fallback="drop"``).
+4. a matching reply whose reasoning (the reply up to its Action, or Plan, section) restates the
+   hint in any wording — names it or a demonstration, asserts "the right move", copies the hint's
+   words (:func:`~agent_runtime.trainers.data.filters.hint_leak.hint_leak`) — is never kept: the
+   trained model sees no hint, and a target that leans on one teaches it to assert answers it
+   cannot have;
+5. the rest are **verified without the hint**: ``k`` *fresh* replies are sampled from the
+   unhinted prompt — never a continuation of the hinted reasoning, which would carry the answer
+   in — and the call is verified when one of them gives the oracle's answer too. The first clean
+   matching hinted reply then replaces the call's completion;
+6. a call with no verified reply keeps the oracle's reply (``fallback="oracle"``) or is marked
+   ``not_a_target`` (``fallback="drop"``). A demonstration whose own reply was written with
+   hints in view (:data:`HINTED_REPLY`: a task list's hinted replay) is never a fallback: such
+   a call is verified or it is no target.
 
-Step 4 is what makes the reasoning worth learning: the paper keeps reasoning only when "the
-reasoning alone leads the model to the ground-truth action". The result is a copy of each run
+Step 5 is the paper's test that "the reasoning alone leads the model to the ground-truth action",
+made without letting the hinted text into the check. The result is a copy of each run
 directory under ``out`` in the same layout (screenshots hard-linked where the file system allows),
 so ``agent-runtime distill --method sft --runs-dir OUT`` reads it like any runs directory; each
 run.json says where it came from under ``hint_guided``, each changed call under
@@ -49,6 +54,7 @@ from agent_runtime.role_outputs import ManagerOutput, WorkerOutput
 from agent_runtime.roles.manager import parse_manager
 from agent_runtime.roles.worker import parse_worker
 from agent_runtime.traces import CallRecord, LoadedRun, dumps, load_run
+from agent_runtime.trainers.data.filters.hint_leak import hint_leak
 from agent_runtime.trainers.data.matching import actions_match
 from agent_runtime.trainers.data.samples import NOT_A_TARGET
 
@@ -56,11 +62,13 @@ if TYPE_CHECKING:
     from agent_runtime.models.engine import TransformersEngine
 
 __all__ = [
+    "HINTED_REPLY",
     "HINT_KEY",
     "HINTED_ROLES",
     "EngineHintGenerator",
     "HintGenerator",
     "HintStats",
+    "hint_answer",
     "hint_guided",
     "hint_text",
     "reasoning_of",
@@ -71,13 +79,15 @@ Fallback = Literal["oracle", "drop"]
 HINTED_ROLES = ("manager", "worker")
 #: ``CallRecord.extra`` key saying what hint-guided sampling did with a call.
 HINT_KEY = "hint_guided"
+#: ``CallRecord.extra`` key of a demonstration reply written with hints in view (a task list's
+#: hinted replay): unverified, so never a target unless hint-guided sampling verifies the call.
+HINTED_REPLY = "hinted_reply"
 #: The counts a run.json's provenance gives for that run alone.
 _PER_RUN = ("calls", "verified", "fell_back", "dropped")
 _HINT_ASK = (
     "Reason your way to it from the screen and the request in your own words, without mentioning "
     "this hint, and reply in the format asked above."
 )
-_HINT_WORD = re.compile(r"\bhints?\b", re.IGNORECASE)
 
 
 def _section_start(name: str) -> re.Pattern[str]:
@@ -104,12 +114,8 @@ class HintGenerator(Protocol):
         ...
 
     def sample(self, messages: list[dict[str, Any]], k: int) -> list[str]:
-        """``k`` replies to an OpenAI chat request, sampled (temperature > 0, seeded)."""
-        ...
-
-    def continue_greedy(self, messages: list[dict[str, Any]], prefix: str) -> str:
-        """The greedy continuation of an assistant reply that starts with ``prefix`` (the
-        continuation only)."""
+        """``k`` replies to an OpenAI chat request, sampled (temperature > 0, seeded afresh per
+        request, so the unhinted check draws replies of its own)."""
         ...
 
 
@@ -120,7 +126,10 @@ class HintStats(BaseModel):
     calls: int = Field(0, description="target calls of the hinted roles seen")
     candidates: int = Field(0, description="replies sampled with the hint")
     hinted_matches: int = Field(0, description="replies sampled with the hint that matched the oracle's")
-    leaked: int = Field(0, description="matching replies whose reasoning mentions the hint (never accepted)")
+    leaked: int = Field(0, description="matching replies whose reasoning restates the hint (never kept)")
+    leaks: dict[str, int] = Field(default_factory=dict, description="leaked replies by signal")
+    fresh_samples: int = Field(0, description="replies sampled afresh from the unhinted prompt")
+    fresh_matches: int = Field(0, description="fresh unhinted replies that gave the oracle's answer")
     verified: int = Field(0, description="calls whose completion is now a reply verified without the hint")
     fell_back: int = Field(0, description="calls that kept the oracle's reply (fallback=oracle)")
     dropped: int = Field(0, description="calls marked not_a_target (fallback=drop)")
@@ -134,12 +143,19 @@ def hint_text(oracle: WorkerOutput | ManagerOutput) -> str:
     Hint (from a demonstration): the right next subgoal is "Open Clock".
     """
     if isinstance(oracle, WorkerOutput):
-        answer = f"the right next action is {json.dumps(oracle.action.to_json(), ensure_ascii=False)}"
+        answer = f"the right next action is {hint_answer(oracle)}"
     elif oracle.finished:
         answer = "every subgoal is done, so the right plan is Finished"
     else:
-        answer = f'the right next subgoal is "{oracle.current_subgoal}"'
+        answer = f'the right next subgoal is "{hint_answer(oracle)}"'
     return f"\n\n<hint>\nHint (from a demonstration): {answer}.\n{_HINT_ASK}\n</hint>"
+
+
+def hint_answer(oracle: WorkerOutput | ManagerOutput) -> str:
+    """The answer as :func:`hint_text` words it: the action's JSON, the next subgoal, or Finished."""
+    if isinstance(oracle, WorkerOutput):
+        return json.dumps(oracle.action.to_json(), ensure_ascii=False)
+    return "Finished" if oracle.finished else oracle.current_subgoal
 
 
 def with_hint(messages: list[dict[str, Any]], hint: str) -> list[dict[str, Any]]:
@@ -287,7 +303,8 @@ def hint_guided(
         before = stats.model_copy()
         calls = []
         for call in run.calls:
-            if call.role in roles and not call.extra.get(NOT_A_TARGET):
+            hinted = bool(call.extra.get(HINTED_REPLY)) and call.valid
+            if call.role in roles and (hinted or not call.extra.get(NOT_A_TARGET)):
                 call = _resample(call, view, generator, k, fallback, stats)
                 if progress is not None:
                     progress(1)
@@ -319,33 +336,62 @@ def _resample(
         ) from None
     stats.calls += 1
     messages = view.request(call.role, call.messages)
-    replies = generator.sample(with_hint(messages, hint_text(oracle)), k)
+    hint = hint_text(oracle)
+    replies = generator.sample(with_hint(messages, hint), k)
     stats.candidates += len(replies)
     matching = [r for r in replies if view.matches(call.role, r, oracle)]
     stats.hinted_matches += len(matching)
+    clean = []
+    prompt = _prompt_text(messages)
     for reply in matching:
-        reasoning = reasoning_of(call.role, reply)
-        if _HINT_WORD.search(reasoning):
+        leak = hint_leak(reasoning_of(call.role, reply), hint, answer=hint_answer(oracle), prompt=prompt)
+        if leak is None:
+            clean.append(reply)
+        else:
             stats.leaked += 1
-            continue
-        full = reasoning + generator.continue_greedy(messages, reasoning)
-        if view.matches(call.role, full, oracle):
+            signal = leak.split(":", 1)[0]
+            stats.leaks[signal] = stats.leaks.get(signal, 0) + 1
+    if clean:
+        # Fresh replies to the prompt the trained model will see: no hinted text goes in.
+        fresh = generator.sample(messages, k)
+        stats.fresh_samples += len(fresh)
+        agreeing = sum(1 for r in fresh if view.matches(call.role, r, oracle))
+        stats.fresh_matches += agreeing
+        if agreeing:
             stats.verified += 1
+            kept = clean[0]
+            extra = {key: v for key, v in call.extra.items() if key not in (NOT_A_TARGET, HINTED_REPLY)}
             return call.model_copy(
                 update={
-                    "completion": full,
-                    "parsed": view.parse(call.role, full).model_dump(mode="json"),
+                    "completion": kept,
+                    "parsed": view.parse(call.role, kept).model_dump(mode="json"),
                     "parse_error": None,
                     "model": generator.name,
-                    "extra": call.extra | {HINT_KEY: "verified"},
+                    "extra": extra | {HINT_KEY: "verified"},
                 }
             )
-    if fallback == "oracle":
+    if fallback == "oracle" and not call.extra.get(HINTED_REPLY):
         stats.fell_back += 1
         return call.model_copy(update={"extra": call.extra | {HINT_KEY: "oracle"}})
     stats.dropped += 1
-    why = "no reply sampled with the hint held up without it (hint-guided fallback=drop)"
+    why = (
+        "a reply written with hints in view that no fresh unhinted reply reproduced"
+        if call.extra.get(HINTED_REPLY)
+        else "no reply sampled with the hint held up without it (hint-guided fallback=drop)"
+    )
     return call.model_copy(update={"extra": call.extra | {HINT_KEY: "dropped", NOT_A_TARGET: why}})
+
+
+def _prompt_text(messages: list[dict[str, Any]]) -> str:
+    """The text parts of a request (what the leak check never counts as copied from the hint)."""
+    parts: list[str] = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts += [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+    return "\n".join(parts)
 
 
 def _write_run(run: LoadedRun, dest: Path, calls: list[CallRecord], provenance: dict[str, Any]) -> None:
@@ -380,12 +426,9 @@ class EngineHintGenerator:
 
     ``adapter`` (a LoRA adapter directory) is loaded into the engine unless it is there already,
     so a shared engine keeps its base model for its other users. Sampling goes through the
-    engine's chat completions (seeded per request as IRR's
-    :class:`~agent_runtime.trainers.irr_trainer.EngineGenerator` is). The engine has no
-    assistant-prefix request, so the greedy continuation renders the chat template with the
-    generation prompt, appends the prefix, and decodes with the engine's own model under its
-    lock, with its tokenizer, processor and suppressed vision tokens; that is the ``exact``
-    model, so sample from an engine of ``precision="exact"`` for both to run the same weights.
+    engine's chat completions, seeded per request as IRR's
+    :class:`~agent_runtime.trainers.irr_trainer.EngineGenerator` is, so the unhinted check's
+    replies are drawn afresh, never those of the hinted request.
     """
 
     def __init__(
@@ -433,40 +476,6 @@ class EngineHintGenerator:
             max_tokens=self.max_new_tokens, seed=self.seed, call=self._calls,
         )  # fmt: skip
         return [choice.message.content for choice in self.engine.chat(request).choices]
-
-    def continue_greedy(self, messages: list[dict[str, Any]], prefix: str) -> str:
-        import torch
-
-        from agent_runtime.models.engine import _peft_name, to_template_messages, to_text_messages
-        from agent_runtime.models.hf import defuse_vision_text
-        from agent_runtime.models.protocol import ChatCompletionRequest
-
-        engine = self.engine
-        chat = ChatCompletionRequest.model_validate({"messages": messages}).messages
-        if engine.text_only:
-            template: list[dict[str, Any]] = list(to_text_messages(chat, engine.served_name))
-            images: list[Any] = []
-        else:
-            template, images = to_template_messages(chat)
-            prefix = defuse_vision_text(prefix)
-        kwargs: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "do_sample": False}
-        if engine.suppressed_ids:
-            kwargs["suppress_tokens"] = list(engine.suppressed_ids)
-        pad = engine.model.generation_config.pad_token_id
-        kwargs["pad_token_id"] = pad if pad is not None else engine.tokenizer.pad_token_id
-        # The engine's lock and adapter switch are its own (no public prefix request to use):
-        # holding the lock keeps its batcher and other callers off the model meanwhile.
-        with engine._lock, torch.inference_mode():
-            text = engine.processor.apply_chat_template(template, tokenize=False, add_generation_prompt=True)
-            if engine.text_only:
-                inputs = engine.tokenizer([text + prefix], return_tensors="pt", add_special_tokens=False)
-            else:
-                inputs = engine.processor(text=[text + prefix], images=images or None, return_tensors="pt")
-            inputs = inputs.to(engine.model.device)
-            engine._activate(None if self.adapter is None else _peft_name(self.adapter))
-            out = engine.model.generate(**inputs, **kwargs)
-            start = int(inputs["input_ids"].shape[1])
-            return str(engine.tokenizer.decode(out[0, start:].tolist(), skip_special_tokens=True))
 
 
 def _loaded_adapter(engine: TransformersEngine, path: Path) -> str:

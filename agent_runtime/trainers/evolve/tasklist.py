@@ -15,6 +15,9 @@ Hint-guided rejection sampling uses a task's own hints in place of the oracle: a
 task with hints is played again with them in the goal; when the critic judges that run correct,
 the hints are removed from its recorded prompts and its replies serve as the demonstration that
 :func:`~agent_runtime.trainers.data.hints.hint_guided` checks the model's own reasoning against.
+Those replies were written with the hints in view, so none of them is a target as it stands:
+every call is marked :data:`~agent_runtime.trainers.data.hints.HINTED_REPLY` and ``not_a_target``,
+and only a call that hint-guided sampling verifies from fresh unhinted replies becomes one.
 """
 
 from __future__ import annotations
@@ -138,8 +141,10 @@ def play(
 
 def unhint_runs(runs: list[Path], tasks: dict[str, ListedTask], out: Path) -> list[Path]:
     """Copies of hinted runs with each task's hint block removed from every recorded prompt, so
-    hint-guided sampling checks reasoning against prompts that never saw the hints."""
+    hint-guided sampling checks reasoning against prompts that never saw the hints; every call
+    is marked unverified (module docstring)."""
     from agent_runtime.traces import CallRecord, dumps, load_run
+    from agent_runtime.trainers.data.hints import HINTED_REPLY
     from agent_runtime.trainers.data.samples import NOT_A_TARGET
 
     out.mkdir(parents=True, exist_ok=True)
@@ -152,9 +157,11 @@ def unhint_runs(runs: list[Path], tasks: dict[str, ListedTask], out: Path) -> li
         lines = []
         for call in run.calls:
             messages = json.loads(json.dumps(call.messages).replace(json.dumps(block)[1:-1], ""))
-            extra = call.extra
-            if not call.valid:  # a reply that did not parse (a re-asked one) demonstrates nothing
-                extra = {**extra, NOT_A_TARGET: "invalid reply in a hinted run"}
+            if call.valid:
+                why = "written with the task's hints in view (a target only once verified without them)"
+                extra = {**call.extra, HINTED_REPLY: True, NOT_A_TARGET: why}
+            else:  # a reply that did not parse (a re-asked one) demonstrates nothing
+                extra = {**call.extra, NOT_A_TARGET: "invalid reply in a hinted run"}
             record = CallRecord.model_validate({**call.model_dump(), "messages": messages, "extra": extra})
             lines.append(dumps(record.model_dump(mode="json")))
         (dst / "calls.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")

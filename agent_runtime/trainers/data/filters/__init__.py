@@ -12,6 +12,9 @@ Modules, in the order :func:`.pipeline.default_pipeline` applies them:
 * :mod:`.reflector` — Reflector balancing (the i → i+1 rule, then positive/negative equalisation);
 * :mod:`.dedup` — exact duplicates (same prompt, screenshots and completion);
 * :mod:`.reweight` — task re-weighting by success rate (runs last: it duplicates samples).
+
+:mod:`.hint_leak` is no step of the pipeline: it is the check hint-guided sampling
+(:mod:`agent_runtime.trainers.data.hints`) applies before a hinted reply can become a sample.
 """
 
 from __future__ import annotations
