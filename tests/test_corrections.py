@@ -120,6 +120,12 @@ def test_the_oracle_labels_the_states_an_off_path_policy_visits(scripted_run: Pa
     worker_rows = [s for s in samples if s.role == "worker"]
     kept, _ = apply_filters(worker_rows, default_pipeline("worker", FilterSettings(skip=["reweight"]), {}))
     assert len(kept) == 3
+    # Re-weighting counts the policy's failure, not the relabelled rows' success: a task the policy
+    # failed is up-weighted.
+    from agent_runtime.trainers.data.filters.reweight import success_rates
+
+    assert all(s.policy_outcome == "failure" for s in samples)
+    assert set(success_rates(samples).values()) == {0.0}
 
 
 def test_successful_runs_are_not_relabelled_and_a_diverging_replay_stops_the_labels(

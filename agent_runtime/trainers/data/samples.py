@@ -67,6 +67,11 @@ class Sample(BaseModel):
     valid: bool = Field(description="the completion parsed into the role's output")
     outcome: Outcome
     outcome_source: OutcomeSource
+    policy_outcome: Outcome | None = Field(
+        None,
+        description="the policy's own outcome when the targets were relabelled (oracle corrections): "
+        "re-weighting counts how often the policy solves a task, not how often its data is right",
+    )
     verdict: Verdict | None = None
     critic: dict[str, Any] | None = None
     critic_score: float | None = None
@@ -173,6 +178,8 @@ def samples_from_run(run: LoadedRun, roles: Iterable[str] | None = None) -> list
     run = merge_step_labels(run)
     wanted = set(roles) if roles is not None else None
     outcome, source = run_outcome(run)
+    rollout = (run.run.eval or {}).get("rollout_success")
+    policy: Outcome | None = None if rollout is None else ("success" if rollout else "failure")
     key = task_key(run)
     traj = run.run.critic or {}
     steps = {s.step: s for s in run.steps}
@@ -181,9 +188,8 @@ def samples_from_run(run: LoadedRun, roles: Iterable[str] | None = None) -> list
     for call in run.calls:
         if (wanted is not None and call.role not in wanted) or call.extra.get(NOT_A_TARGET):
             continue
-        out.append(
-            _sample(run, call, steps.get(call.step), hasher, outcome, source, key, traj.get("correct"))
-        )
+        sample = _sample(run, call, steps.get(call.step), hasher, outcome, source, key, traj.get("correct"))
+        out.append(sample if policy is None else sample.model_copy(update={"policy_outcome": policy}))
     return out
 
 

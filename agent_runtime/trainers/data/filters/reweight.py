@@ -22,17 +22,21 @@ from agent_runtime.trainers.data.samples import Sample
 
 
 def success_rates(samples: list[Sample]) -> dict[str, float]:
-    """Success rate per task key, counted over distinct runs with a known outcome.
+    """Success rate per task key, counted over distinct runs with a known outcome. A run whose
+    targets the oracle relabelled counts with the policy's own outcome (``policy_outcome``): its
+    rows are right, but the policy failed that task, which is what the weight is about.
 
     >>> from types import SimpleNamespace as S
-    >>> runs = [S(task_key="t", run_id=r, outcome=o) for r, o in (("a", "success"), ("b", "failure"))]
+    >>> run = lambda r, o, p=None: S(task_key="t", run_id=r, outcome=o, policy_outcome=p)
+    >>> runs = [run("a", "success"), run("b", "failure"), run("c", "success", "failure")]
     >>> success_rates(runs)
-    {'t': 0.5}
+    {'t': 0.333...}
     """
     runs: dict[str, dict[str, bool]] = defaultdict(dict)
     for s in samples:
-        if s.outcome != "unknown":
-            runs[s.task_key][s.run_id] = s.outcome == "success"
+        outcome = s.policy_outcome or s.outcome
+        if outcome != "unknown":
+            runs[s.task_key][s.run_id] = outcome == "success"
     return {task: sum(r.values()) / len(r) for task, r in sorted(runs.items())}
 
 
