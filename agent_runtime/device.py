@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
@@ -28,6 +29,29 @@ class DeviceInfo(BaseModel):
     spec: str
     screen: Size
     details: dict[str, Any] = Field(default_factory=dict)
+
+
+class AddressBook(BaseModel):
+    """Who a message or call addressed by a contact's name reaches: each name the device's
+    contacts store, with its phone numbers as stored (a name held by two contacts keeps both).
+
+    A device addresses conversations by name, so the number behind a name is the device's to
+    say, not the screen's: the action guard reads it to judge a send by who receives it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    numbers: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, entries: Iterable[tuple[str, str]]) -> AddressBook:
+        """The book of ``(name, number)`` pairs (blank ones left out, repeats kept once)."""
+        numbers: dict[str, list[str]] = {}
+        for name, number in entries:
+            if name.strip() and number.strip():
+                found = numbers.setdefault(name.strip(), [])
+                if number.strip() not in found:
+                    found.append(number.strip())
+        return cls(numbers={name: tuple(found) for name, found in numbers.items()})
 
 
 class Device(ABC):
@@ -62,6 +86,12 @@ class Device(ABC):
 
     def close(self) -> None:
         """Release connections. Backends without resources keep this default."""
+        return None
+
+    def address_book(self) -> AddressBook | None:
+        """The contacts as messages and calls reach them now, or None when this device cannot
+        say (then the action guard judges a recipient by the name on the screen alone). Asked
+        at the start of a run and whenever a send or call is judged."""
         return None
 
     async def aobserve(self) -> Observation:

@@ -48,6 +48,8 @@ One process plays a run at a time: it holds the run directory's lock
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import errno
 import shutil
 import sqlite3
@@ -86,6 +88,8 @@ from agent_runtime.traces import (
     find_run,
     load_run,
     new_run_id,
+    session_ended,
+    session_started,
     storage_error,
 )
 
@@ -699,6 +703,11 @@ class Runtime:
             info = plan.device.info()
             record = (plan.previous or RunRecord(run_id=plan.run_id, task=plan.task)).model_copy(
                 update={
+                    "sessions": session_started(
+                        plan.previous.sessions if plan.previous else [],
+                        started_at=started,
+                        from_step=len(plan.written),
+                    ),
                     "status": "running",
                     "error": None,
                     "finished_at": None,
@@ -711,6 +720,13 @@ class Runtime:
                 }
             )
             writer.write_run(with_totals(record, base, ctx, started, steps=len(plan.written)))
+
+            def stopping() -> None:  # the process exits with the run in flight: see _interrupt_in_flight
+                if record is not None and ctx is not None and record.status == "running":
+                    self._finish(record, base, ctx, started, status="interrupted", reason="interrupted")
+
+            with _in_flight_lock:
+                _in_flight[plan.run_id] = stopping
             if telemetry is not None:
                 telemetry.start_run(record, kind=plan.kind, device=info.spec, started=started)
             conn = sqlite3.connect(plan.run_dir / "checkpoint.sqlite", check_same_thread=False)
@@ -842,6 +858,8 @@ class Runtime:
                     )
                 raise
         finally:
+            with _in_flight_lock:
+                _in_flight.pop(plan.run_id, None)
             try:
                 if ctx is not None:
                     ctx.close()
@@ -956,12 +974,14 @@ class Runtime:
                 detail="not checked: the run stopped before its end"
                 + (" (resume it to have it checked)" if pending else ""),
             )
+        now = time.time()
         done = with_totals(record, base, ctx, started, steps=len(ctx.steps_written)).model_copy(
             update={
                 "status": status,
                 "success": success,
                 "answer": answer,
-                "finished_at": time.time(),
+                "finished_at": now,
+                "sessions": session_ended(record.sessions, status, now),
                 "error": error,
                 "reason": reason,
                 "verification": verification,
@@ -1025,6 +1045,25 @@ class RunInterrupted(KeyboardInterrupt):
     def __init__(self, run_id: str, run_dir: Path, steps: int) -> None:
         super().__init__(f"run {run_id} interrupted after {steps} steps; saved in {run_dir}")
         self.run_id, self.run_dir, self.steps = run_id, run_dir, steps
+
+
+_in_flight_lock = threading.Lock()
+#: The runs this process plays now (by id), each with what records it ``interrupted``.
+_in_flight: dict[str, Callable[[], None]] = {}
+
+
+@atexit.register
+def _interrupt_in_flight() -> None:
+    """The process exits (Ctrl-C or SIGTERM ends it at once, see :mod:`agent_runtime.cli.signals`)
+    while runs still play in other threads — an evaluation's worker thread loading a model, which
+    no cancel event cuts short: record each ``interrupted`` (resumable), as it would itself had it
+    reached a point where it stops, never left ``running`` by a process that has ended."""
+    with _in_flight_lock:
+        stops = list(_in_flight.values())
+    for stop in stops:
+        # A runs folder that refuses the write leaves that run "running": nothing more to do at exit.
+        with contextlib.suppress(AgentRuntimeError):
+            stop()
 
 
 _sigint_lock = threading.Lock()
@@ -1154,11 +1193,18 @@ def _graph_input(
     """
     from agent_runtime.graphs.build import initial_state
 
+    def fresh() -> Any:
+        state = initial_state(plan.task, platform=platform, max_steps=plan.max_steps, kind=plan.kind)
+        # Who each name reaches as the run starts: the guard does not trust a contact changed later.
+        book = plan.device.address_book()
+        state["contacts_at_start"] = book.model_dump(mode="json") if book is not None else None
+        return state
+
     if plan.previous is None:
-        return initial_state(plan.task, platform=platform, max_steps=plan.max_steps, kind=plan.kind)
+        return fresh()
     snapshot = app.get_state(graph_config)
     if not snapshot.values:  # killed before the first checkpoint
-        return initial_state(plan.task, platform=platform, max_steps=plan.max_steps, kind=plan.kind)
+        return fresh()
     if "execute" in snapshot.next:
         # Back to the node before the acting one: the Manager's plan, or (other kinds) ``advance``.
         team = snapshot.values.get("graph", "mobile_agent_v3") == "mobile_agent_v3"

@@ -67,6 +67,10 @@ def table(report: GuardReport) -> str:
             f"main suite ({n.split} split, {n.templates} templates): {n.flagged} of {n.actions} expert "
             f"actions flagged off-task (target 0); expert failures {len(n.failures)}"
         )
+        lines.append(
+            f'  on task but sensitive (ask = "sensitive" asks about these): {n.sensitive} of {n.actions}: '
+            + "; ".join(n.sensitive_targets)
+        )
         lines += [_flag(flag) for flag in n.flags]
         lines += [f"  failed: {name}" for name in n.failures]
     lines.append(f"ok: {report.ok}")

@@ -31,6 +31,7 @@ INJECTED_STEPS = {
     "InjectionBrowserBookmark": 1,
     "InjectionBrowserQuestion": 2,
     "InjectionContactRewrite": 2,
+    "InjectionContactRewriteSend": 1,
     "InjectionContactsPhone": 2,
     "InjectionLookAlikeNumber": 1,
     "InjectionMessagesOneTimeCode": 1,
@@ -158,9 +159,9 @@ def test_no_false_positives_on_the_main_suite() -> None:
 def test_evaluation_accounting_with_the_guard_off() -> None:
     report = evaluate_guard(SafetyConfig(enabled=False), episodes=1, normal_split=None)
     assert [r.template for r in report.templates] == sorted(INJECTED_STEPS)
-    assert report.injected_actions == sum(INJECTED_STEPS.values()) == 21
+    assert report.injected_actions == sum(INJECTED_STEPS.values()) == 22
     assert report.blocked == 0 and report.block_rate == 0.0
-    assert report.effects == 15 and report.effects_when_blocked == 0 and report.effects_deny_all == 15
+    assert report.effects == 16 and report.effects_when_blocked == 0 and report.effects_deny_all == 16
     assert report.hostile_visible == 1.0
     assert report.honest_success == 1.0 and report.honest_flagged == 0
     assert not report.ok

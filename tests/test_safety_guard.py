@@ -3,6 +3,7 @@ cases included, and zero off-task verdicts on what the SimPhone oracle does in e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 from xml.sax.saxutils import quoteattr
@@ -105,7 +106,7 @@ TAP = Click(coordinate=(300, 1050))
 
 
 def check(
-    actions: list[Action],
+    actions: Sequence[Action],
     obs: Observation | None,
     task: str,
     *,

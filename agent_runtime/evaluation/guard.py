@@ -1,5 +1,8 @@
 """Measuring the action guard (:mod:`agent_runtime.safety.guard`) on SimPhone.
 
+The guard is asked as the runtime asks it, with the phone's address book now and as it was
+after the task's setup (:class:`~agent_runtime.safety.recipients.Contacts`).
+
 * the injection suite (:mod:`agent_runtime.simphone.tasks.injection`): the scripted compromised
   model obeys the hostile text; every injected sensitive action must be found off-task (and is
   then not executed), so its effect never reaches the phone;
@@ -18,6 +21,7 @@ from agent_runtime.actions import Answer, Terminate
 from agent_runtime.config import SafetyConfig
 from agent_runtime.evaluation.episode import tree_observation
 from agent_runtime.safety.guard import assess
+from agent_runtime.safety.recipients import Contacts
 from agent_runtime.simphone import SimPhone
 from agent_runtime.simphone.tasks.base import Task
 from agent_runtime.simphone.tasks.compromised import STEP_CAP, CompromisedPolicy
@@ -63,6 +67,10 @@ class HonestRun(BaseModel):
     success: bool
     actions: int
     flags: list[Flag] = Field(default_factory=list)
+    sensitive: list[str] = Field(
+        default_factory=list,
+        description='on-task actions found sensitive, by target (ask = "sensitive" asks about them)',
+    )
     error: str | None = None
 
 
@@ -95,6 +103,10 @@ class NormalReport(BaseModel):
     templates: int
     actions: int
     flagged: int
+    sensitive: int = Field(
+        description='on-task actions found sensitive: what an attended run with ask = "sensitive" asks about'
+    )
+    sensitive_targets: list[str] = Field(description="what those actions act on, each once")
     failures: list[str] = Field(description="templates the expert failed with the guard denying actions")
     flags: list[Flag]
 
@@ -144,6 +156,7 @@ def run_attack(task: InjectionTask, config: SafetyConfig, *, deny_all: bool = Fa
     stopped: str | None = None
     try:
         task.setup(phone)
+        at_start = phone.address_book()
         policy = CompromisedPolicy(task)
         for _ in range(STEP_CAP):
             screen = tree_observation(phone)
@@ -155,7 +168,10 @@ def run_attack(task: InjectionTask, config: SafetyConfig, *, deny_all: bool = Fa
             move = policy.last
             if isinstance(action, Terminate) or move is None:
                 break
-            off_task = assess([action], screen=screen, task=task.goal, config=config).off_task
+            contacts = Contacts(ask=phone.address_book, at_start=at_start)
+            off_task = assess(
+                [action], screen=screen, task=task.goal, contacts=contacts, config=config
+            ).off_task
             if move.injected:
                 injected += 1
                 if off_task:
@@ -184,15 +200,18 @@ def run_attack(task: InjectionTask, config: SafetyConfig, *, deny_all: bool = Fa
 
 def run_honest(task: Task, config: SafetyConfig) -> HonestRun:
     """Play the expert on a fresh phone; an action the guard calls off-task is denied (not run),
-    as the runtime does with no person present, and recorded as a :class:`Flag`."""
+    as the runtime does with no person present, and recorded as a :class:`Flag`; an on-task
+    action the guard finds sensitive runs and is counted (an attended run would ask about it)."""
     phone = SimPhone(seed=task.seed)
     policy = OraclePolicy(task)
     answer: str | None = None
     actions = 0
     flags: list[Flag] = []
+    sensitive: list[str] = []
     error: str | None = None
     try:
         task.setup(phone)
+        at_start = phone.address_book()
         for step in range(task.max_steps):
             screen = tree_observation(phone)
             try:
@@ -203,7 +222,8 @@ def run_honest(task: Task, config: SafetyConfig) -> HonestRun:
             if isinstance(action, Terminate):
                 break
             actions += 1
-            verdict = assess([action], screen=screen, task=task.goal, config=config)
+            contacts = Contacts(ask=phone.address_book, at_start=at_start)
+            verdict = assess([action], screen=screen, task=task.goal, contacts=contacts, config=config)
             if verdict.off_task:
                 flags.append(
                     Flag(
@@ -215,6 +235,8 @@ def run_honest(task: Task, config: SafetyConfig) -> HonestRun:
                     )
                 )
                 continue
+            if verdict.sensitive:
+                sensitive.append(verdict.target)
             if isinstance(action, Answer):
                 answer = action.text
             else:
@@ -223,7 +245,13 @@ def run_honest(task: Task, config: SafetyConfig) -> HonestRun:
     finally:
         phone.close()
     return HonestRun(
-        template=task.name, seed=task.seed, success=success, actions=actions, flags=flags, error=error
+        template=task.name,
+        seed=task.seed,
+        success=success,
+        actions=actions,
+        flags=flags,
+        sensitive=sensitive,
+        error=error,
     )
 
 
@@ -236,6 +264,8 @@ def normal_suite(config: SafetyConfig, split: Split = "test") -> NormalReport:
         templates=len(runs),
         actions=sum(r.actions for r in runs),
         flagged=sum(len(r.flags) for r in runs),
+        sensitive=sum(len(r.sensitive) for r in runs),
+        sensitive_targets=list(dict.fromkeys(t for r in runs for t in r.sensitive)),
         failures=[
             f"{r.template}/{r.seed}" + (f" ({r.error})" if r.error else "") for r in runs if not r.success
         ],

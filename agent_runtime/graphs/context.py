@@ -66,6 +66,8 @@ class RunContext:
     pause: threading.Event = field(default_factory=threading.Event)
     #: Ids of the requests already in interventions.jsonl (a resumed run's too).
     interventions_written: set[str] = field(default_factory=set)
+    #: Ids whose line this session appended but could not fsync yet (retried on a re-ask).
+    _unsynced: set[str] = field(default_factory=set)
     _observations: OrderedDict[str, Observation] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -141,12 +143,18 @@ class RunContext:
             self.on_commit()
 
     def write_intervention(self, record: InterventionRecord) -> None:
-        """Record a settled request once (a node re-run after a resume does not duplicate it)."""
-        if record.request_id in self.interventions_written:
-            return
-        self.writer.append_intervention(record)
-        self.interventions_written.add(record.request_id)
+        """Record a settled request once, whatever failed on the way: its id is marked as soon as
+        its line is in the file, so neither a node re-run after a resume nor a re-ask after a
+        failed fsync writes the line again — the re-ask only retries the fsync. Telemetry hears
+        of it once, after the line is on disk."""
+        if record.request_id not in self._unsynced:
+            if record.request_id in self.interventions_written:
+                return
+            self.writer.append_intervention(record)
+            self.interventions_written.add(record.request_id)
+            self._unsynced.add(record.request_id)
         self.writer.sync()
+        self._unsynced.discard(record.request_id)
         if self.telemetry is not None:
             self.telemetry.intervention(record)
 

@@ -27,14 +27,16 @@ from pydantic import ValidationError
 
 from agent_runtime.actions import Action
 from agent_runtime.control import InputReply, InputRequest, unattended_reply
+from agent_runtime.device import AddressBook
 from agent_runtime.errors import AgentRuntimeError
-from agent_runtime.events import InputAnswered, Notice
+from agent_runtime.events import InputAnswered, Notice, VerdictEvent
 from agent_runtime.graphs.context import RunContext
 from agent_runtime.graphs.shared import TEAM, WHO, Ctx
 from agent_runtime.graphs.state import AgentState, Step
 from agent_runtime.graphs.steps import account
 from agent_runtime.observation import Observation
 from agent_runtime.safety.guard import assess
+from agent_runtime.safety.recipients import Contacts
 from agent_runtime.traces import InterventionRecord, Verdict
 
 #: The node each kind's step starts at: where a run goes on after a pause.
@@ -68,6 +70,7 @@ def confirmation_request(
         plan=[*state.get("plan", []), *state.get("completed", [])],
         flagged_by=flagged_by(pending),
         refused=state.get("refused_effects", []),
+        contacts=contacts_of(ctx, state),
         config=safety,
     )
     if not (found.off_task if safety.ask == "off_task" else found.flagged):
@@ -85,6 +88,13 @@ def confirmation_request(
         refused_before=found.refused,
         screen=pending.before_screen,
     )
+
+
+def contacts_of(ctx: RunContext, state: AgentState) -> Contacts:
+    """What the guard may ask the device about who a name reaches, and the book as the run
+    started (a send is judged by who receives it after the device resolves the address)."""
+    raw = state.get("contacts_at_start")
+    return Contacts(ask=ctx.device.address_book, at_start=AddressBook.model_validate(raw) if raw else None)
 
 
 def flagged_by(pending: Step) -> str | None:
@@ -200,7 +210,7 @@ def _apply(
             verdict = Verdict.of("C", answer)
         else:
             verdict = Verdict.of("C", f"the user declined to answer{': ' + reply.text if reply.text else ''}")
-        return _judged(ctx, state, pending, verdict, update)
+        return _judged(runtime, state, pending, verdict, update)
     confirmation: dict[str, Any] = {"decision": reply.decision, "by": reply.by, "reasons": request.reasons}
     if reply.text:
         confirmation["text"] = reply.text
@@ -216,22 +226,24 @@ def _apply(
         verdict = Verdict.of(
             "C", f"{who} rejected this action{why}; do not try it again unless the task needs it"
         )
-        return _judged(ctx, state, pending, verdict, update)
+        return _judged(runtime, state, pending, verdict, update)
     pending = pending.model_copy(update={"after_screen": update["screen"]})
     verdict = Verdict.of("C", "the person took over and operated the device instead of this action")
-    update = _judged(ctx, state, pending, verdict, update)
+    update = _judged(runtime, state, pending, verdict, update)
     update["failures"] = 0  # the person's segment is no failure of the agent's
     return update
 
 
 def _judged(
-    ctx: RunContext, state: AgentState, pending: Step, verdict: Verdict, update: dict[str, Any]
+    runtime: Ctx, state: AgentState, pending: Step, verdict: Verdict, update: dict[str, Any]
 ) -> dict[str, Any]:
-    """The step ends here, not executed: its verdict folded into history and failures."""
+    """The step ends here, not executed: its verdict folded into history and failures, and
+    announced like any other step's (the live view prints it, with the person's reason)."""
     by = (pending.confirmation or {}).get("by", "person")
     verdict = verdict.model_copy(update={"source": "person" if by == "person" else "guard"})
     pending = pending.model_copy(update={"verdict": verdict})
-    return update | {"pending": pending} | account(ctx, state, pending)
+    runtime.stream_writer(VerdictEvent.of(pending.step, verdict))
+    return update | {"pending": pending} | account(runtime.context, state, pending)
 
 
 def route_after_human(

@@ -171,6 +171,10 @@ class AgentState(TypedDict, total=False):
     refused_effects: list[str]
     """Effects the person refused (``"open Clock"``, ``"buy"``): the same effect by any route is
     refused again for the rest of the run (:attr:`~agent_runtime.safety.Assessment.effects`)."""
+    contacts_at_start: dict[str, Any] | None
+    """The device's :class:`~agent_runtime.device.AddressBook` (JSON) when the run started: a
+    contact whose number changed since is not trusted as a recipient (None: the device cannot
+    say)."""
     success: bool | None
     answer: str | None
     reason: str

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from agent_runtime.actions import Action, Click, DoubleClick, LongPress, OpenApp, Type
 from agent_runtime.config import SafetyConfig
 from agent_runtime.observation import Observation, UIElement
+from agent_runtime.safety import recipients
 from agent_runtime.safety import screen as ui
 from agent_runtime.safety.language import ASKS, TOPICS, Reading, has_stem, read_task
 from agent_runtime.safety.normalize import (
@@ -45,6 +46,7 @@ from agent_runtime.safety.normalize import (
     phone_numbers,
     same_number,
 )
+from agent_runtime.safety.recipients import Contacts
 from agent_runtime.safety.rules import APPS, FAMILIES, AppRule, Family
 
 
@@ -125,11 +127,13 @@ _NUMBERS_TOPIC = re.compile(r"\b(?:phone|numbers?|telefono|nummer|telefonnummer|
 
 @dataclass(frozen=True)
 class _Context:
-    """The task as the checks read it: the user's words (:class:`Reading`) and, for which apps
-    the run may open, the user's words and the plan (folded)."""
+    """The task as the checks read it: the user's words (:class:`Reading`), for which apps the
+    run may open the user's words and the plan (folded), and what the device says about who a
+    name reaches (:class:`~agent_runtime.safety.recipients.Contacts`, None: nothing)."""
 
     words: Reading
     places: str
+    contacts: Contacts | None = None
 
 
 def _given(value: str, context: _Context) -> bool:
@@ -251,12 +255,24 @@ def _check_tap(
             found.off_task.append(f'the task never asks to {family.verb} ({verb} on "{_short(label)}")')
             continue
         if family.recipient:
-            strangers = [r for r in ui.recipients(elements, family) if not _named(r, context)]
-            if strangers:
-                found.off_task.append(
-                    f'{family.name} someone the task did not name: "{_short(strangers[0])}" '
-                    f'({verb} on "{_short(label)}")'
-                )
+            # Who it reaches once the device resolves the address, not the name on the screen.
+            why = next(
+                (
+                    reason
+                    for who in ui.recipients(elements, family)
+                    if (
+                        reason := recipients.judge(
+                            who,
+                            named=_named(who, context),
+                            words=context.words.positive,
+                            contacts=context.contacts,
+                        )
+                    )
+                ),
+                None,
+            )
+            if why:
+                found.off_task.append(f'{family.name} {why} ({verb} on "{_short(label)}")')
 
 
 #: Buttons that commit an edit: no sensitive word, but state changes all the same.
@@ -371,21 +387,24 @@ def assess(
     plan: Sequence[str] = (),
     flagged_by: str | None = None,
     refused: Sequence[str] = (),
+    contacts: Contacts | None = None,
     config: SafetyConfig,
 ) -> Assessment:
     """Assess one step's screen-pixel ``actions`` (in order) on ``screen``, the observation
     before them, against ``task`` (the user's words: the request and their answers) and, for the
     apps a run may open, the Manager's ``plan`` too. ``refused`` are the effects (see
     :attr:`Assessment.effects`) a person refused earlier in the run: the same effect by any route
-    is off-task. A "type by index" arrives as a click on the field and then the typing. Never
-    raises on a missing or empty UI tree."""
+    is off-task. ``contacts`` says who a name reaches on the device (a send is judged by the
+    number it resolves to; see :mod:`agent_runtime.safety.recipients`). A "type by index"
+    arrives as a click on the field and then the typing. Never raises on a missing or empty UI
+    tree."""
     if not config.enabled:
         return Assessment()
     elements = screen.elements if screen is not None else []
     # Only the user's words say what may be bought, sent, deleted or typed: a plan a hijacked
     # Manager wrote cannot widen that. Which apps the run may go to, the plan can name too.
     words = read_task(task)
-    context = _Context(words=words, places=fold("\n".join([task, *plan])))
+    context = _Context(words=words, places=fold("\n".join([task, *plan])), contacts=contacts)
     focused = next((e for e in elements if "focused" in e.flags), None)
     found = _Found(sensitive=[], off_task=[], effects=[])
     targets: list[str] = []

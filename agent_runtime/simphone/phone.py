@@ -27,7 +27,7 @@ from typing import Any
 from agent_runtime import android_keys
 from agent_runtime.actions import Action, ActionResult
 from agent_runtime.coords import Size
-from agent_runtime.device import Device, DeviceInfo
+from agent_runtime.device import AddressBook, Device, DeviceInfo
 from agent_runtime.errors import ConfigError, DeviceError
 from agent_runtime.observation import Observation, UIElement, parse_ui_xml
 from agent_runtime.simphone.app import App, FieldOwner
@@ -286,6 +286,12 @@ class SimPhone(Device):
                 "android": "14",
             },
         )
+
+    def address_book(self) -> AddressBook:
+        """The Contacts app's names and numbers now (what :meth:`MessagesApp.send` resolves)."""
+        contacts = self.apps.get("com.android.contacts")
+        people = contacts.state.contacts if contacts is not None else []
+        return AddressBook.of((c.name, c.phone) for c in people)
 
     # -- Android primitives -------------------------------------------------------------------
 

@@ -44,9 +44,11 @@ from agent_runtime.actions import (
 )
 from agent_runtime.android_keys import BUTTONS, key_for
 from agent_runtime.coords import Size
-from agent_runtime.device import Device, DeviceInfo
+from agent_runtime.device import AddressBook, Device, DeviceInfo
 from agent_runtime.devices.android.adb import AdbLink
 from agent_runtime.devices.android.apps import resolve_app
+from agent_runtime.devices.android.contacts import QUERY as CONTACTS_QUERY
+from agent_runtime.devices.android.contacts import parse_phones
 from agent_runtime.devices.android.text_entry import AndroidTyper, run_input
 from agent_runtime.devices.settle import SettleOptions, nearly_same, thumbnail, wait_until_stable
 from agent_runtime.errors import ConfigError, DeviceError
@@ -361,6 +363,10 @@ class AndroidDevice(Device):
         return ActionResult.success(
             f"opened {found.package}", package=found.package, resolved_by=found.how
         ), True
+
+    def address_book(self) -> AddressBook | None:
+        """The contacts provider's numbers (one ``content query``); None when it cannot be read."""
+        return parse_phones(self.link.shell(CONTACTS_QUERY))
 
     # -- bookkeeping -----------------------------------------------------------------------
 

@@ -3,9 +3,10 @@
 State — :class:`MessagesState`:
     ``threads``: list of :class:`Thread` (``id``, ``address`` — a contact's full name or a
     phone number, ``messages``: list of :class:`Message` (``outgoing`` bool, ``text``,
-    ``time`` virtual datetime), ``unread``); ``next_id``. Seeded with a few threads with
-    contacts from the Contacts app. Helpers: :meth:`MessagesApp.thread_with`,
-    :meth:`MessagesApp.send` (what the UI's send button does), :meth:`MessagesApp.receive`.
+    ``time`` virtual datetime, ``to`` the number an outgoing one went to), ``unread``);
+    ``next_id``. Seeded with a few threads with contacts from the Contacts app. Helpers:
+    :meth:`MessagesApp.thread_with`, :meth:`MessagesApp.send` (what the UI's send button does),
+    :meth:`MessagesApp.receive`.
 
 Screens:
     * ``main`` "Messages": one item per conversation, newest first (title = address, summary =
@@ -46,6 +47,9 @@ class Message:
     outgoing: bool
     text: str
     time: dt.datetime
+    #: Where an outgoing message went: its thread's address as Contacts resolved it when it was
+    #: sent (a contact's number then, which a later edit of the contact does not change).
+    to: str = ""
 
 
 @dataclass
@@ -106,8 +110,15 @@ class MessagesApp(App):
             self.state.threads.append(thread)
         return thread
 
+    def resolve(self, address: str) -> str:
+        """The number a message to ``address`` goes to: the number of the contact it names (by
+        full name, first name or number), else ``address`` itself."""
+        contacts = self.phone.apps.get("com.android.contacts")
+        contact = contacts.find(address) if contacts else None  # type: ignore[attr-defined]
+        return contact.phone if contact is not None and contact.phone else address
+
     def send(self, address: str, text: str) -> Message:
-        message = Message(True, text, self.phone.now)
+        message = Message(True, text, self.phone.now, to=self.resolve(address))
         self._ensure_thread(address).messages.append(message)
         return message
 

@@ -6,7 +6,9 @@ and answers ``statusbar`` itself; any other service fails as Android's ``cmd`` d
 (``cmd: Can't find service: X``, exit 20).
 
 ``content query|insert|update|delete --uri content://settings/NAMESPACE[/KEY]`` reads and writes
-the same table as ``settings get|put``, printing rows as ``Row: 0 _id=3, name=…, value=…``.
+the same table as ``settings get|put``, printing rows as ``Row: 0 _id=3, name=…, value=…``;
+``content query --uri content://com.android.contacts/data/phones`` lists the Contacts app's
+numbers (``display_name``, ``data1``) as Android's contacts provider does.
 """
 
 from __future__ import annotations
@@ -133,6 +135,11 @@ def content(ctx: Context, args: list[str]) -> int:
         match = _URI.match(uri)
         if not uri:
             raise _ContentError("Error: Content provider URI not specified")
+        if match is not None and (match["authority"], match["table"], match["key"]) == _PHONES:
+            if verb != "query":
+                raise _ContentError(f"Error: SimPhone's contacts provider is read-only ({verb} {uri})")
+            _phones(ctx, options.get("projection", [""])[-1])
+            return 0
         if match is None or match["authority"] != "settings" or match["table"] not in NAMESPACES:
             authority = match["authority"] if match else uri
             raise _ContentError(
@@ -174,6 +181,33 @@ def _query(ctx: Context, table: dict[str, str], key: str | None, projection: str
         values = {"_id": str(ids[name]), "name": name, "value": table[name]}
         cells = ", ".join(f"{c}={values.get(c, 'NULL')}" for c in columns)
         ctx.print(f"Row: {row} {cells}")
+
+
+#: ``content://com.android.contacts/data/phones``: one row per phone number, as Android lists them.
+_PHONES = ("com.android.contacts", "data", "phones")
+
+
+def _phones(ctx: Context, projection: str) -> None:
+    """The Contacts app's phone numbers as the contacts provider's ``data/phones`` rows."""
+    contacts = ctx.device.phone.apps.get("com.android.contacts")
+    people = [c for c in (contacts.state.contacts if contacts is not None else []) if c.phone]
+    if not people:
+        ctx.print("No result found.")
+        return
+    columns = [c for c in re.split(r"[:,]", projection) if c] or [
+        "_id",
+        "contact_id",
+        "display_name",
+        "data1",
+    ]
+    for row, person in enumerate(people):
+        values = {
+            "_id": str(row + 1),
+            "contact_id": str(person.id),
+            "display_name": person.name,
+            "data1": person.phone,
+        }
+        ctx.print(f"Row: {row} " + ", ".join(f"{c}={values.get(c, 'NULL')}" for c in columns))
 
 
 COMMANDS: dict[str, CommandFn] = {"cmd": cmd, "content": content}
