@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 from agent_runtime.config import GraphKind, RuntimeConfig, load_config
 from agent_runtime.control import MAX_REFUSED, MAX_REPLY_CHARS, InputReply, InputRequest, cut_for_trace
 from agent_runtime.errors import AgentRuntimeError, ConfigError, DependencyError
+from agent_runtime.evaluation.check import Outcome, recorded_outcome, recorded_summary
 from agent_runtime.events import (
     ActionExecuted,
     Event,
@@ -90,6 +91,11 @@ class RunDetails(BaseModel):
     status: str
     success: bool | None = None
     verified: bool | None = Field(None, description="the end-of-run check: null when nothing checked it")
+    outcome: Outcome = Field(
+        description="one word, the check outranking the claim, as `agent-runtime run --json` says it "
+        "(unverified: a claimed success nothing checked)"
+    )
+    summary: str = Field(description="the line `agent-runtime run` ended the run with")
     answer: str | None = None
     steps: list[StepSummary]
     run_dir: str
@@ -195,6 +201,8 @@ def run_details(runs_dir: Path, run_id: str) -> RunDetails:
         status=record.status,
         success=record.success,
         verified=verification.verified if verification else None,
+        outcome=recorded_outcome(record),
+        summary=recorded_summary(record),
         answer=record.answer,
         steps=steps,
         run_dir=str(loaded.dir),

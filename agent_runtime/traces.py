@@ -21,7 +21,8 @@ first — into ``<file>.torn`` — so the next record is never glued onto it.
 
 Every record carries ``schema_version``. Readers accept older and equal versions and refuse a
 newer one with a :class:`~agent_runtime.errors.TraceError` that says to upgrade. Fields added
-within a version are optional (run.json's ``verification``): records without them still load.
+within a version are optional (run.json's ``verification``, ``sessions``): records without them
+still load.
 Images inside recorded messages are stored as references (``{"type": "image_ref", "ref":
 "screens/0003.png", "size": [w, h]}``, ``size`` being what the model saw after smart_resize).
 """
@@ -216,6 +217,55 @@ class Verification(BaseModel):
         return self.success if self.checked else None
 
 
+#: How one session of a run ended (:class:`RunSession`): the run's status when the process
+#: stopped playing it (``failed`` also covers ``gave_up`` and ``max_steps``), or ``killed``
+#: when the process ended without saying (SIGKILL, a crash, power loss).
+SessionEnd = Literal["completed", "failed", "interrupted", "waiting", "error", "killed"]
+_SESSION_END: dict[str, SessionEnd] = {
+    "completed": "completed",
+    "failed": "failed",
+    "gave_up": "failed",
+    "max_steps": "failed",
+    "interrupted": "interrupted",
+    "waiting": "waiting",
+    "error": "error",
+}
+
+
+class RunSession(BaseModel):
+    """One process's play of a run, from its start (or a resume) to where it stopped: what the
+    timeline shows as stops and resumes, recorded rather than guessed from the screens.
+
+    ``ended`` is None while the process plays the run; a session still open when the next one
+    starts was ``killed`` (its ``ended_at`` stays None: when it died is not known)."""
+
+    started_at: float
+    from_step: int = Field(description="the first step this session played (0 for a new run)")
+    pid: int
+    ended_at: float | None = None
+    ended: SessionEnd | None = None
+
+
+def session_started(sessions: list[RunSession], *, started_at: float, from_step: int) -> list[RunSession]:
+    """``sessions`` with a new one for this process; one still open was killed (it never
+    recorded an end).
+
+    >>> [s.ended for s in session_started([RunSession(started_at=1, from_step=0, pid=7)],
+    ...                                   started_at=2, from_step=3)]
+    ['killed', None]
+    """
+    closed = [s if s.ended else s.model_copy(update={"ended": "killed"}) for s in sessions]
+    return [*closed, RunSession(started_at=started_at, from_step=from_step, pid=os.getpid())]
+
+
+def session_ended(sessions: list[RunSession], status: RunStatus, at: float) -> list[RunSession]:
+    """``sessions`` with this process's (the last, open one) ended as ``status`` says."""
+    if not sessions or sessions[-1].ended is not None:
+        return sessions
+    end = _SESSION_END.get(status)
+    return [*sessions[:-1], sessions[-1].model_copy(update={"ended_at": at, "ended": end})]
+
+
 class RunRecord(_Record):
     """run.json — rewritten atomically whenever the run's status changes."""
 
@@ -237,6 +287,10 @@ class RunRecord(_Record):
     critic: dict[str, Any] | None = Field(None, description="trajectory-critic labels, filled in by `judge`")
     verification: Verification | None = Field(
         None, description="the end-of-run check (absent in records written before checks existed)"
+    )
+    sessions: list[RunSession] = Field(
+        default_factory=list,
+        description="each process's play of the run, oldest first (empty in records written before)",
     )
 
 

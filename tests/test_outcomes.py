@@ -128,7 +128,9 @@ def test_a_claim_nothing_could_check_is_unverified_with_its_own_exit_code(tmp_pa
     row = json.loads(listed.stdout)
     assert row["success"] is True and row["verified"] is None
     shown = runner.invoke(cli_app, ["traces", "show", record.run_id, "--runs-dir", str(tmp_path / "runs")])
-    assert "check: claimed, not verified — only SimPhone tasks can be checked" in one_line(shown.stdout)
+    said = one_line(shown.stdout)
+    assert "outcome: unverified after 1 step (the Worker terminated with success)" in said
+    assert "check: not checked — only SimPhone tasks can be checked" in said and "claimed" not in said
     # and trainers do not take the claim as a positive
     samples = collect_samples(tmp_path / "runs").samples
     assert samples and all(s.outcome == "unknown" and s.outcome_source == "agent" for s in samples)
@@ -228,7 +230,7 @@ def test_run_json_without_verification_still_loads(tmp_path):
     record = read_run_record(run_dir / "run.json")
     assert record.verification is None and record.success is True
     shown = runner.invoke(cli_app, ["traces", "show", "old", "--runs-dir", str(tmp_path / "runs")])
-    assert shown.exit_code == 0 and "claimed, not verified" in shown.stdout
+    assert shown.exit_code == 0 and "outcome: unverified after 0 steps" in shown.stdout
 
 
 def test_print_result_says_what_the_cli_says(tmp_path):

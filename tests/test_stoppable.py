@@ -275,3 +275,86 @@ def test_evolve_checks_the_train_extra_before_it_starts(tmp_path, package):
     assert "pip install 'agent-runtime[train]'" in said, said
     assert "Traceback" not in err, err
     assert not out_dir.exists()  # nothing started: no evaluation of the start
+
+
+#: The CLI, with a line appended to ``$TRAINING`` at each optimizer step's start: the test's cue
+#: that training is under way (not still loading the model or building the dataset).
+TRAINING_CLI = """
+import os, time
+from pathlib import Path
+from transformers import Trainer
+step = Trainer.training_step
+def marked(self, *args, **kwargs):
+    with Path(os.environ["TRAINING"]).open("a") as fh:
+        fh.write(f"{time.time()}\\n")
+    return step(self, *args, **kwargs)
+Trainer.training_step = marked
+from agent_runtime.cli import main
+main()
+"""
+
+
+@pytest.mark.train
+@SIGNALS
+def test_distill_stops_at_once_mid_training(tmp_path, tiny_lm_dir, sig, monkeypatch):
+    # SFT of the tiny LM on ui_tree demonstrations, with far more steps than the test waits for.
+    from agent_runtime.trainers.demos.traces import DemoOptions, write_demos
+
+    demos, out_dir, mark = tmp_path / "demos", tmp_path / "worker-sft", tmp_path / "training"
+    write_demos(DemoOptions(tasks="SettingsToggle", episodes=1, observation="ui_tree"), demos)
+    monkeypatch.setenv("TRAINING", str(mark))
+    child = cli(
+        tmp_path, "distill", "--role", "worker", "--method", "sft", "--runs-dir", str(demos),
+        "--base", str(tiny_lm_dir), "--out", str(out_dir), "--max-steps", "100000", "--lora-r", "4",
+        "--skip-filter", "reweight", code=TRAINING_CLI,
+    )  # fmt: skip
+    deadline = time.monotonic() + 180
+    while not mark.exists() or len(mark.read_text().splitlines()) < 3:  # a few steps are done
+        assert child.poll() is None and time.monotonic() < deadline, child.communicate(timeout=60)
+        time.sleep(0.05)
+    elapsed, out, err = stop(child, sig)
+    said = assert_stopped(elapsed, child, out, err)
+    assert f"interrupted: distill sft stopped before it finished; {out_dir} holds no finished model" in said
+    assert not (out_dir / "manifest.json").exists()
+
+
+#: The CLI, with each run's in-process model load taking a minute (a line appended to
+#: ``$LOADING`` as it starts): a load is no model call, and no cancel event can cut it short.
+SLOW_LOAD_CLI = """
+import os, time
+from pathlib import Path
+import agent_runtime.runtime as runtime
+def slow_load(callers):
+    with Path(os.environ["LOADING"]).open("a") as fh:
+        fh.write(f"{time.time()}\\n")
+    time.sleep(60)
+    yield from ()
+runtime._load_in_process = slow_load
+from agent_runtime.cli import main
+main()
+"""
+
+
+@SIGNALS
+def test_eval_runs_still_loading_their_model_end_interrupted(tmp_path, sig, monkeypatch):
+    # Before the fix the process exited at once, but the two runs, whose worker threads were
+    # still loading their model, stayed "running" in run.json for ever.
+    mark = tmp_path / "loading"
+    monkeypatch.setenv("LOADING", str(mark))
+    with ScriptedOpenAIServer(HangAll().script()) as server:
+        http_config(tmp_path / "agent-runtime.toml", server.base_url)
+        child = cli(
+            tmp_path, "eval", "--policy", "agent", "--tasks", "ClockStartTimer", "--episodes", "2",
+            "--workers", "2", "--json", code=SLOW_LOAD_CLI,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while not mark.exists() or len(mark.read_text().splitlines()) < 2:  # both runs are loading
+            assert child.poll() is None and time.monotonic() < deadline, child.communicate(timeout=60)
+            time.sleep(0.05)
+        time.sleep(0.2)
+        elapsed, out, err = stop(child, sig)
+    assert_stopped(elapsed, child, out, err)
+    assert run_statuses(tmp_path / "runs") == ["interrupted", "interrupted"]
+    for run_json in (tmp_path / "runs").rglob("run.json"):
+        [session] = read_run_record(run_json).sessions
+        assert session.ended == "interrupted" and session.ended_at is not None

@@ -240,7 +240,7 @@ def test_the_index_lists_and_links_every_run(runs, tmp_path):
         page = Dom((index.parent / link).read_text(encoding="utf-8"))
         assert len(page.sections) == len(load_run((index.parent / link).parent).steps)
     text = dom.all_text
-    assert "Turn on Wi-Fi" in text and "verified" in text and "claimed, not verified" in text
+    assert "Turn on Wi-Fi" in text and "verified" in text and "unverified" in text
     assert "20990101-000000-broken" in text and "unreadable" in text
 
 

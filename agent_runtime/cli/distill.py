@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from agent_runtime.cli import guarded
 
@@ -91,6 +92,27 @@ def build_config(method: str, common: dict[str, object], extra: dict[str, object
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"invalid distill options: {problems}") from None
+
+
+def _stopped(method: str, out: Path) -> str:
+    """What an interrupted ``distill`` leaves in ``out``, and how to go on.
+
+    >>> _stopped("sft", Path("o")).endswith("no manifest.json): run the same command again to start over")
+    True
+    >>> "with --resume" in _stopped("dgrpo", Path("o"))
+    True
+    """
+    from agent_runtime.trainers.distill import ENV_METHODS
+
+    if method in ENV_METHODS:
+        return (
+            f"distill {method} stopped; the iterations it finished are kept in {out}: "
+            "run the same command with --resume to continue after the last one"
+        )
+    return (
+        f"distill {method} stopped before it finished; {out} holds no finished model (no manifest.json): "
+        "run the same command again to start over"
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -502,6 +524,10 @@ def register(app: typer.Typer) -> None:
         progress = _Progress(console)
         try:
             manifest = run_distill(method, train_config, data, track=progress.track, echo=progress.echo)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM (agent_runtime.cli.signals): say what is left
+            progress.stop()
+            console.print(f"\n[yellow]interrupted[/]: {escape(_stopped(method, out))}", highlight=False)
+            raise typer.Exit(130) from None
         finally:
             progress.stop()
         final = manifest.training.losses[-1].loss if manifest.training.losses else float("nan")

@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from agent_runtime.cli import guarded
-from agent_runtime.evaluation.check import outcome, summary_line
+from agent_runtime.evaluation.check import TONE_COLOR, outcome, summary_line, tone
 from agent_runtime.events import (
     ActionExecuted,
     Event,
@@ -137,6 +137,8 @@ class LiveView:
             elif event.source == "device":
                 self.say(f"  observed  [red]action failed[/]{feedback}")
             else:
+                if event.source in ("person", "guard") and event.feedback:  # the reason, whole
+                    feedback = f" — {escape(_short(event.feedback, 240))}"
                 verdict = "SUCCESS" if event.success else "FAILURE"
                 self.say(f"  verdict   [{color}]{event.outcome} {verdict}[/]{feedback}")
             self.status.update(f"step {event.step}: updating the plan…")
@@ -548,7 +550,6 @@ def _report(console: Console, final: RunFinished, verification: Verification | N
         )
         return
     kind = outcome(final.status, final.success, verification)
-    colors = {"verified": "green", "achieved": "green", "unverified": "yellow"}
     line = summary_line(
         final.status,
         final.success,
@@ -558,7 +559,7 @@ def _report(console: Console, final: RunFinished, verification: Verification | N
         verification=verification,
     )
     word, sep, rest = line.partition(" after ")
-    console.print(f"[bold {colors.get(kind, 'red')}]{word}[/]{sep}{escape(rest)}", highlight=False)
+    console.print(f"[bold {TONE_COLOR[tone(kind)]}]{word}[/]{sep}{escape(rest)}", highlight=False)
     checked = verification is not None and verification.checked
     if verification is not None and verification.detail and (checked or final.success):
         what = "check" if checked else "not checked"

@@ -22,15 +22,6 @@ from agent_runtime.cli import guarded
 if TYPE_CHECKING:
     from agent_runtime.traces import CallRecord, InterventionRecord, LoadedRun, RunRecord
 
-#: How ``list`` and ``show`` color a status: a run that may still go on (running, waiting for a
-#: person's reply, stopped resumably) is not a failure.
-STATUS_COLOR = {
-    "completed": "green",
-    "running": "yellow",
-    "interrupted": "yellow",
-    "waiting": "cyan",
-}
-
 RunsDirOpt = Annotated[
     Path | None,
     typer.Option("--runs-dir", help="Directory holding run directories (default: runs.dir in the config)."),
@@ -77,21 +68,20 @@ def export_record(call: CallRecord, run: LoadedRun) -> dict[str, Any]:
     return data
 
 
-def check_cell(run: RunRecord) -> str:
-    """The "check" column: verified / failed check / not verified (a claim) / nothing to say.
+def outcome_cell(run: RunRecord) -> str:
+    """The "outcome" column: the word ``run`` gave the run (``--json``'s ``outcome``), colored
+    by its tone; a run still in progress or stopped resumably is not a failure.
 
-    >>> from agent_runtime.traces import RunRecord, Verification
-    >>> check_cell(RunRecord(run_id="r", task="t", status="completed", success=True))
-    '[yellow]claimed, not verified[/]'
+    >>> from agent_runtime.traces import RunRecord
+    >>> outcome_cell(RunRecord(run_id="r", task="t", status="completed", success=True))
+    '[yellow]unverified[/]'
+    >>> outcome_cell(RunRecord(run_id="r", task="t", status="waiting"))
+    '[cyan]waiting[/]'
     """
-    from agent_runtime.traces import verification_of
+    from agent_runtime.evaluation.check import TONE_COLOR, recorded_outcome, tone
 
-    verification = verification_of(run)
-    if verification is not None and verification.checked:
-        return "[green]verified[/]" if verification.success else "[red]failed the check[/]"
-    if run.status == "completed" and run.success:
-        return "[yellow]claimed, not verified[/]"
-    return ""
+    kind = recorded_outcome(run)
+    return f"[{TONE_COLOR[tone(kind)]}]{kind}[/]"
 
 
 def intervention_line(record: InterventionRecord) -> str:
@@ -140,14 +130,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Runs under the runs directory, oldest first."""
         from agent_runtime.errors import TraceError
+        from agent_runtime.evaluation.check import TONE_COLOR, recorded_outcome, tone
         from agent_runtime.traces import iter_runs, read_run_record, verification_of
 
         root = _runs_dir(runs_dir, config)
         table = Table(title=f"runs in {root}")
         table.add_column("run id", no_wrap=True)
-        for col in ("status", "check", "steps", "tokens", "created", "task"):
-            # "interrupted" is the longest status: never cut it down to "interr…" on 80 columns
-            width = len("interrupted") if col == "status" else None
+        for col in ("status", "outcome", "steps", "tokens", "created", "task"):
+            # never cut a status or outcome word down ("interr…") on 80 columns
+            width = {"status": len("interrupted"), "outcome": len("not_achieved")}.get(col)
             table.add_column(col, overflow="fold" if col == "task" else "ellipsis", min_width=width)
         n = 0
         records: list[tuple[float, Path, RunRecord | None, str]] = []
@@ -173,6 +164,7 @@ def register(app: typer.Typer) -> None:
                             "status": run.status,
                             "success": run.success,
                             "verified": v.verified if v else None,
+                            "outcome": recorded_outcome(run),
                             "verification": v.model_dump() if v else None,
                             "steps": run.steps,
                             "task": run.task,
@@ -183,15 +175,14 @@ def register(app: typer.Typer) -> None:
                     )
                 )
                 continue
-            color = STATUS_COLOR.get(run.status, "red")
-            status = f"[{color}]{run.status}[/]" + (
+            status = f"[{TONE_COLOR[tone(recorded_outcome(run))]}]{run.status}[/]" + (
                 "" if run.status != "completed" or run.success else " (no)"
             )
             created = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at))
             table.add_row(
                 run.run_id,
                 status,
-                check_cell(run),
+                outcome_cell(run),
                 str(run.steps),
                 str(run.tokens.total_tokens),
                 created,
@@ -210,17 +201,17 @@ def register(app: typer.Typer) -> None:
         """A run's summary: outcome, models, timings, tokens, per-role cost and latency, every step,
         and what a person was asked and decided."""
         from agent_runtime.costs import costs_table, run_costs
+        from agent_runtime.evaluation.check import TONE_COLOR, recorded_outcome, recorded_summary, tone
         from agent_runtime.traces import find_run, load_run
 
         run = load_run(find_run(_runs_dir(runs_dir, config), run_id))
         r = run.run
         console = Console()
-        color = "green" if r.success else STATUS_COLOR.get(r.status, "red")
+        color = TONE_COLOR[tone(recorded_outcome(r))]
         console.print(f"[bold]{r.run_id}[/] · [{color}]{r.status}[/] · {r.steps} steps", highlight=False)
         console.print(f"task:    {escape(r.task)}", highlight=False)
-        reason = (r.model_extra or {}).get("reason")
-        if reason:
-            console.print(f"reason:  {escape(str(reason))}", highlight=False)
+        word, sep, rest = recorded_summary(r).partition(" after ")  # run's last line, colored alike
+        console.print(f"outcome: [bold {color}]{escape(word)}[/]{sep}{escape(rest)}", highlight=False)
         if r.answer is not None:
             console.print(f"answer:  {escape(r.answer)}", highlight=False)
         console.print(f"check:   {_check_line(r)}", highlight=False)
@@ -302,16 +293,15 @@ def register(app: typer.Typer) -> None:
             console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
 
     def _check_line(r: RunRecord) -> str:
+        """What checked the run and what it found (the outcome line says what that makes it)."""
         from agent_runtime.evaluation.check import checker_name
         from agent_runtime.traces import verification_of
 
         v = verification_of(r)
         detail = f" — {escape(v.detail)}" if v is not None and v.detail else ""
         if v is not None and v.checked:
-            verdict = "[green]verified[/]" if v.success else "[red]failed the check[/]"
-            return f"{verdict} by {escape(checker_name(v.by))}{detail}"
-        if r.status == "completed" and r.success:
-            return f"[yellow]claimed, not verified[/]{detail}"
+            verdict = "[green]verified by[/]" if v.success else "[red]failed the check:[/]"
+            return f"{verdict} {escape(checker_name(v.by))}{detail}"
         return f"not checked{detail}"
 
     @traces.command("export")

@@ -20,7 +20,9 @@ tried in this order (:func:`plan_check`):
 Anything else (a real phone, a desktop, a Device object handed in) cannot be checked: a success
 is then only the agent's claim, and :class:`~agent_runtime.traces.Verification` says why.
 :func:`outcome` and :func:`summary_line` turn a finished run and its check into the words the
-CLI and ``print(result)`` both use.
+CLI and ``print(result)`` both use; :func:`recorded_outcome` and :func:`recorded_summary` say
+the same of a run read back from its run.json (``traces``, MCP's ``get_run``, the viewer), and
+:func:`tone` how each word is colored.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Literal
 
-from agent_runtime.traces import Verification
+from agent_runtime.traces import RunRecord, Verification, verification_of
 
 if TYPE_CHECKING:
     from agent_runtime.device import Device
@@ -49,7 +51,14 @@ Outcome = Literal[
     "error",
     "interrupted",
     "waiting",
+    "running",
 ]
+#: How an outcome reads at a glance, which every surface colors alike: ``ok`` the check found
+#: the goal achieved, ``warn`` a claim nothing checked, ``open`` a run that can go on (resume
+#: it), ``bad`` anything else.
+Tone = Literal["ok", "warn", "open", "bad"]
+#: Each tone's color in a terminal (rich), for ``run``'s last line and ``traces``.
+TONE_COLOR: dict[Tone, str] = {"ok": "green", "warn": "yellow", "open": "cyan", "bad": "red"}
 
 
 class RunCheck(ABC):
@@ -300,7 +309,7 @@ def outcome(status: str, success: bool, verification: Verification | None) -> Ou
     >>> outcome("max_steps", False, Verification(checked=True, success=True))
     'achieved'
     """
-    if status in ("error", "interrupted", "waiting"):
+    if status in ("error", "interrupted", "waiting", "running"):
         return status  # type: ignore[return-value]
     checked = verification is not None and verification.checked
     if checked and verification is not None:
@@ -308,6 +317,40 @@ def outcome(status: str, success: bool, verification: Verification | None) -> Ou
             return "verified" if verification.success else "failed_check"
         return "achieved" if verification.success else "not_achieved"
     return "unverified" if success else "failed"
+
+
+def recorded_outcome(run: RunRecord) -> Outcome:
+    """A recorded run's :func:`outcome`, from its run.json (its check, or eval's judgement, see
+    :func:`~agent_runtime.traces.verification_of`): the word ``traces list``/``show``, MCP's
+    ``get_run`` and the viewer say, as ``run`` said it.
+
+    >>> from agent_runtime.traces import RunRecord
+    >>> recorded_outcome(RunRecord(run_id="r", task="t", status="completed", success=True))
+    'unverified'
+    """
+    return outcome(run.status, bool(run.success), verification_of(run))
+
+
+def recorded_summary(run: RunRecord) -> str:
+    """The line ``run`` ended ``run`` with (:func:`summary_line`), from its run.json."""
+    reason = str((run.model_extra or {}).get("reason") or "")
+    return summary_line(
+        run.status, bool(run.success), run.steps, reason=reason, answer=run.answer,
+        verification=verification_of(run),
+    )  # fmt: skip
+
+
+def tone(kind: Outcome) -> Tone:
+    """How ``kind`` reads at a glance (see :data:`Tone`).
+
+    >>> tone("verified"), tone("unverified"), tone("interrupted"), tone("failed_check")
+    ('ok', 'warn', 'open', 'bad')
+    """
+    if kind in ("verified", "achieved"):
+        return "ok"
+    if kind == "unverified":
+        return "warn"
+    return "open" if kind in ("interrupted", "waiting", "running") else "bad"
 
 
 def summary_line(

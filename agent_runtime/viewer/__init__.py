@@ -38,6 +38,7 @@ import jinja2
 
 from agent_runtime.costs import format_money, run_costs
 from agent_runtime.errors import AgentRuntimeError, TraceError
+from agent_runtime.evaluation.check import Tone, recorded_outcome, recorded_summary, tone
 from agent_runtime.traces import (
     CallRecord,
     InterventionRecord,
@@ -47,7 +48,6 @@ from agent_runtime.traces import (
     iter_runs,
     load_run,
     read_run_record,
-    verification_of,
 )
 from agent_runtime.viewer.display import duration, without_paths
 from agent_runtime.viewer.files import MAX_SCREEN_BYTES, read_regular, require_regular, write_regular
@@ -338,14 +338,14 @@ def _step_view(
     )
 
 
-def _check(run: RunRecord) -> tuple[str, str]:
-    """The run's check as (label, css class): verified / failed the check / a claim / nothing."""
-    v = verification_of(run)
-    if v is not None and v.checked:
-        return ("verified" if v.success else "failed the check"), ("ok" if v.success else "bad")
-    if run.status == "completed" and run.success:
-        return "claimed, not verified", "warn"
-    return "not checked", ""
+#: The css class of each outcome's tone (:func:`~agent_runtime.evaluation.check.tone`).
+_TONE_CSS: dict[Tone, str] = {"ok": "ok", "warn": "warn", "open": "warn", "bad": "bad"}
+
+
+def _outcome(run: RunRecord) -> tuple[str, str]:
+    """The run's outcome as (the word ``run`` gave it, css class)."""
+    kind = recorded_outcome(run)
+    return kind, _TONE_CSS[tone(kind)]
 
 
 def render_run(run: LoadedRun) -> str:
@@ -384,8 +384,7 @@ def render_run(run: LoadedRun) -> str:
             intervention_kinds=run.intervention_kinds(),
             roles=roles,
             longest=longest or 1.0,
-            check=_check(run.run),
-            status_css=_status_css(run.run),
+            outcome=(recorded_summary(run.run), _outcome(run.run)[1]),  # run's last line
             decided=_decided,
             graph=(run.run.config.get("graph") or {}).get("kind", "mobile_agent_v3"),
             created=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.run.created_at)),
@@ -398,14 +397,6 @@ def render_run(run: LoadedRun) -> str:
             marks=marks,
         )
     )
-
-
-def _status_css(run: RunRecord) -> str:
-    """A run that succeeded, one that may still go on (running, waiting for a person, stopped
-    resumably), and one that ended otherwise."""
-    if run.success:
-        return "ok"
-    return "warn" if run.status in ("running", "waiting", "interrupted") else "bad"
 
 
 def write_run_page(run_dir: Path, out: Path | None = None) -> Path:
@@ -433,7 +424,7 @@ class IndexRow:
     run_id: str
     link: str = ""
     run: RunRecord | None = None
-    check: tuple[str, str] = ("", "")
+    outcome: tuple[str, str] = ("", "")
     problem: str = ""
 
 
@@ -463,12 +454,8 @@ def write_index(runs_dir: Path, out: Path | None = None) -> tuple[Path, list[Pat
             continue
         pages.append(page)
         link = quote(Path(os.path.relpath(page, target.parent)).as_posix())
-        rows.append(IndexRow(run_id=record.run_id, link=link, run=record, check=_check(record)))
+        rows.append(IndexRow(run_id=record.run_id, link=link, run=record, outcome=_outcome(record)))
     rows.sort(key=lambda r: (r.run.created_at if r.run else 0.0, r.run_id))
-    html = (
-        _environment()
-        .get_template("index.html.j2")
-        .render(root=runs_dir.resolve().name, rows=rows, status_css=_status_css)
-    )
+    html = _environment().get_template("index.html.j2").render(root=runs_dir.resolve().name, rows=rows)
     write_regular(target, html)
     return target, pages
