@@ -50,6 +50,12 @@ for i in $(seq 1 "$calls"); do
   offset=$((offset + size))
 done
 rm ".gpu/$BASE_WHEEL"
+# The committed code, for the last call: the device runs that, not a working tree mid-edit.
+snap=$(mktemp -d)
+git archive HEAD agent_runtime benchmarks pyproject.toml | tar -x -C "$snap"
+git rev-parse HEAD >"$snap/COMMIT"
+tar -czf .gpu/src.tar.gz -C "$snap" . && rm -rf "$snap"
+src=$(stat -c %s .gpu/src.tar.gz)
 
 echo "tree $tree bytes, wheels $wheels ($(ls .whl | wc -l) files), base wheel $base bytes in $calls parts"
 echo "Device calls, back to back on the same warm machine (it is given back after ~30 s idle):"
@@ -57,7 +63,9 @@ for i in $(seq 1 "$calls"); do
   part=$(stat -c %s ".gpu/base.part$i")
   if ((i == 1)); then carry="[\".gpu/base.part1\", \".whl\"]" moved=$((tree + part + wheels)); else
     carry="[\".gpu/base.part$i\"]" moved=$((tree + part)); fi
-  if ((i < calls)); then stage=keep timeout=150; else stage=run timeout=600; fi
+  if ((i < calls)); then stage=keep timeout=150; else
+    stage=run timeout=600 carry="[\".gpu/base.part$i\", \".gpu/src.tar.gz\"]" moved=$((moved + src))
+  fi
   echo "  $i. run(command=\"bash benchmarks/gpu/run.sh $stage\", carry=$carry, timeout_s=$timeout)" \
     " # moves $moved bytes, $((LIMIT - moved)) under 64 MiB"
 done

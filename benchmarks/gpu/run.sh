@@ -78,9 +78,17 @@ run)
     say "base wheel install failed"
     exit 3
   }
+  # A committed snapshot (git archive HEAD, carried as .gpu/src.tar.gz) runs instead of the working
+  # tree when it came along: the tree may hold work in progress when the machine is lent.
+  SRC=$PWD
+  if [ -f .gpu/src.tar.gz ]; then
+    SRC=/tmp/agent-src && rm -rf "$SRC" && mkdir -p "$SRC" && tar -xzf .gpu/src.tar.gz -C "$SRC"
+    export PYTHONPATH="$SITE:$SRC"
+    say "running the snapshot $(cat "$SRC/COMMIT" 2>/dev/null)"
+  fi
   say "base wheel ok; table.py run, budget ${BUDGET_S}s"
   rm -rf "$WORK"
-  timeout -k 10 $((BUDGET_S + 20)) "$PY" benchmarks/gpu/table.py run --out "$WORK" --budget-s "$BUDGET_S" "$@" \
+  timeout -k 10 $((BUDGET_S + 20)) "$PY" "$SRC/benchmarks/gpu/table.py" run --out "$WORK" --budget-s "$BUDGET_S" "$@" \
     2>&1 | tee "$OUT/run.log"
   say "table.py exited ${PIPESTATUS[0]}"
   cp "$WORK/table.json" "$WORK/table.md" "$OUT/" 2>/dev/null
