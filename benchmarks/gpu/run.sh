@@ -88,8 +88,9 @@ run)
   fi
   say "base wheel ok; table.py run, budget ${BUDGET_S}s"
   rm -rf "$WORK"
-  timeout -k 10 $((BUDGET_S + 20)) "$PY" "$SRC/benchmarks/gpu/table.py" run --out "$WORK" --budget-s "$BUDGET_S" "$@" \
-    2>&1 | tee "$OUT/run.log"
+  # From $SRC: `python -m agent_runtime.cli` puts the working directory first on sys.path.
+  (cd "$SRC" && timeout -k 10 $((BUDGET_S + 20)) "$PY" benchmarks/gpu/table.py run --out "$WORK" \
+    --budget-s "$BUDGET_S" "$@") 2>&1 | tee "$OUT/run.log"
   say "table.py exited ${PIPESTATUS[0]}"
   cp "$WORK/table.json" "$WORK/table.md" "$OUT/" 2>/dev/null
   (cd "$WORK" && tar -czf "$OUT/logs.tar.gz" logs eval/*/shard_*.log 2>/dev/null)
