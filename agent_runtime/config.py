@@ -83,6 +83,9 @@ def shows_screenshot(mode: str) -> bool:
 #: Which built-in prompt set a role model gets: ``full`` (Mobile-Agent-v3) or ``compact`` (the same
 #: reply formats in a fraction of the tokens, for small text-only models on a CPU).
 PromptSet = Literal["full", "compact"]
+#: Which model family's own prompts, message layout, image format, coordinates and reply format a
+#: model gets (:mod:`agent_runtime.profiles`); ``auto`` picks one from the served model's name.
+ProfileName = Literal["auto", "agent-runtime", "gui-owl", "gui-owl-1.5", "ui-tars-1.5"]
 DEFAULT_CONFIG_NAME = "agent-runtime.toml"
 #: Most bytes read of one model reply, per completion asked for (1 MiB: ~250k tokens of text).
 DEFAULT_MAX_REPLY_BYTES = 1 << 20
@@ -157,6 +160,12 @@ class ModelConfig(_Strict):
         "screenshot", description="screenshot | ui_tree (indexed UI tree, no images) | both"
     )
     prompts: PromptSet = Field("full", description="built-in prompt set: full | compact (small models)")
+    profile: ProfileName = Field(
+        "auto",
+        description="the prompts, message layout, image format, coordinates and reply format the model "
+        "was trained on: agent-runtime | gui-owl | gui-owl-1.5 | ui-tars-1.5 | auto (from the served "
+        "model's name; docs/models.md)",
+    )
     price_input_per_mtok: float | None = Field(
         None,
         ge=0.0,
@@ -233,6 +242,7 @@ class RoleConfig(_Strict):
         None, description="overrides the model's observation mode for this role"
     )
     prompts: PromptSet | None = Field(None, description="overrides the model's prompt set for this role")
+    profile: ProfileName | None = Field(None, description="overrides the model's profile for this role")
     prompt: Path | None = Field(None, description="a prompt template file overriding the built-in one")
     enabled: bool = Field(True, description="notetaker and rag can be switched off")
     price_input_per_mtok: float | None = Field(None, ge=0.0, description="overrides the model's price")
@@ -283,6 +293,15 @@ class GraphConfig(_Strict):
 class DeviceConfig(_Strict):
     spec: str = Field("simphone", description="simphone[:SEED] | adb[:SERIAL] | desktop[:DISPLAY]")
     options: dict[str, Any] = Field(default_factory=dict, description="backend options (waits, monitor, …)")
+
+
+class ClusterConfig(_Strict):
+    """Where commands that play many episodes run them (``eval``, ``evolve``, ``run --tasks``):
+    on this machine, or on a Ray cluster (docs/scale-out.md). ``--ray`` overrides it."""
+
+    ray_address: str | None = Field(
+        None, description="local (start Ray here) | auto (the cluster this machine joined) | HOST:PORT"
+    )
 
 
 class RunsConfig(_Strict):
@@ -411,6 +430,7 @@ class RuntimeConfig(BaseSettings):
     graph: GraphConfig = GraphConfig()
     device: DeviceConfig = DeviceConfig()
     runs: RunsConfig = RunsConfig()
+    cluster: ClusterConfig = ClusterConfig()
     memory: MemoryConfig = MemoryConfig()
     tracing: TracingConfig = TracingConfig()
     budget: BudgetConfig = BudgetConfig()
@@ -792,6 +812,7 @@ model = "demo"
 # retries = 3                 # retries of refused connections, 429 and 5xx (Retry-After honoured)
 # max_reply_bytes = 1048576   # a longer reply is an error, never recorded
 # observation = "screenshot"  # screenshot | ui_tree (indexed UI tree as text: text-only models) | both
+# profile = "auto"           # agent-runtime | gui-owl | gui-owl-1.5 | ui-tars-1.5 | auto (by served name)
 # price_input_per_mtok = 0.40 # USD per million prompt tokens; with the output price, runs show money
 # price_output_per_mtok = 1.60 # USD per million completion tokens (both or neither)
 
@@ -836,6 +857,9 @@ spec = "simphone"             # simphone[:SEED] | adb[:SERIAL] | desktop[:DISPLA
 
 [runs]
 dir = "./runs"
+
+# [cluster]                   # eval, evolve and run --tasks on Ray (docs/scale-out.md); --ray overrides
+# ray_address = "auto"        # local | auto | HOST:PORT | ray://HOST:10001
 
 [memory]
 dir = "~/.local/share/agent-runtime/memory"

@@ -24,6 +24,7 @@ from agent_runtime.config import (
 )
 from agent_runtime.devices.registry import check_backend, split_spec
 from agent_runtime.errors import AgentRuntimeError
+from agent_runtime.profiles import resolve as resolve_profile
 
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", "-c", help="Config file (default: ./agent-runtime.toml).")
@@ -66,6 +67,16 @@ def probe_model(cfg: ModelConfig, timeout_s: float = 5.0) -> tuple[bool, str]:
     return True, f"{cfg.base_url} serves {', '.join(ids)}"
 
 
+def profile_note(cfg: ModelConfig, probed: str) -> str:
+    """Which model profile (docs/models.md) the role's model runs under, and why: ``auto``
+    reads the served id (the first one the endpoint lists when ``model = "auto"``)."""
+    served = cfg.model
+    if served == "auto" and " serves " in probed:
+        served = probed.split(" serves ", 1)[1].split(", ")[0]
+    name, why = resolve_profile(cfg.profile, served)
+    return f"profile {name} ({why})"
+
+
 def run_doctor(
     config: RuntimeConfig | None, config_error: AgentRuntimeError | None
 ) -> tuple[Table, list[str]]:
@@ -101,7 +112,7 @@ def run_doctor(
             if key not in probed:
                 probed[key] = probe_model(cfg)
             ok, detail = probed[key]
-            row(f"role {role}", ok, detail)
+            row(f"role {role}", ok, f"{detail}; {profile_note(cfg, detail)}")
         try:
             kind, _ = split_spec(config.device.spec)
             check_backend(kind)
@@ -117,6 +128,11 @@ def run_doctor(
         else f"{why}: {demo_model.INSTALL_HINT}",
         required=False,
     )
+    if _installed("torch"):  # in-process models: the formats their fast engine packs in
+        from agent_runtime.models.cpu_formats import choose, detect
+
+        cap = detect()
+        row("cpu", True, f"{cap.describe()} -> {choose(cap).describe()}", required=False)
     for extra, packages in EXTRAS.items():
         missing = [p for p in packages if not _installed(p)]
         row(

@@ -7,10 +7,13 @@
                     └─→ advance (format failure,      └─→ finish → END
                         answer, terminate, interact, stalemate)
 
-The model sees GUI-Owl's native prompt — the ``mobile_use``/``computer_use`` function in the
-system message, the query, its earlier steps' conclusions and the screen — and answers with a
-``<tool_call>`` (:mod:`agent_runtime.roles.gui_owl`). One model call per step on the critical
-path (plus the Reflector's with ``graph.reflect``).
+Under the ``agent-runtime`` profile (the demo model's) the model sees the runtime's GUI-Owl-style
+prompt — the ``mobile_use``/``computer_use`` function in the system message, the query, its
+earlier steps' conclusions and the screen — and answers with a ``<tool_call>``
+(:mod:`agent_runtime.roles.gui_owl`). Under an official profile (``gui-owl``, ``gui-owl-1.5``,
+``ui-tars-1.5``; :mod:`agent_runtime.profiles`) it gets its family's own request, byte for byte,
+and its replies are read by that family's parser. One model call per step on the critical path
+(plus the Reflector's with ``graph.reflect``).
 """
 
 from __future__ import annotations
@@ -25,8 +28,11 @@ from agent_runtime.graphs.inputs import answer_lines, history_line, images_for, 
 from agent_runtime.graphs.shared import Ctx, after_action, begin_step, format_failure, take_action
 from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import observe, role_event
+from agent_runtime.observation import Observation
+from agent_runtime.profiles import PastTurn, Profile, Request, official
+from agent_runtime.role_outputs import WorkerOutput
 from agent_runtime.roles import gui_owl
-from agent_runtime.roles.caller import ImageInput
+from agent_runtime.roles.caller import ImageInput, RoleCaller, RoleResult
 from agent_runtime.roles.worker import screen_note
 
 KIND = "single"
@@ -48,6 +54,34 @@ def single_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     step = state.get("step", 0)
     emit(StepStarted(step=step, subgoal=state["task"]))
     t0 = time.time()
+    profile = official(ctx.model("single").profile, served_model(ctx.callers["single"]))
+    update: dict[str, Any] = {"screen": ref}
+    if profile is not None:
+        result, turns = _official_step(state, runtime, profile, obs, ref, step)
+        update |= turns
+    else:
+        result = _own_step(state, runtime, obs, ref, step)
+    emit(role_event(step, "single", result))
+    pending = begin_step(
+        ctx, state, obs, ref, t0, result, role="single", graph=KIND, actor="single", subgoal=state["task"]
+    )
+    if result.output is None:
+        return update | format_failure(runtime, state, pending, "single", result.error)
+    return update | take_action(ctx, state, obs, pending, result.output)
+
+
+def served_model(caller: RoleCaller) -> str:
+    """The id of the model the caller talks to: for an endpoint configured with ``model =
+    "auto"`` the id it serves (asked once, ``GET /models``), which ``profile = "auto"`` reads."""
+    resolve = getattr(caller.chat_model, "_model_id", None)  # the runtime's chat models resolve it
+    return str(resolve()) if callable(resolve) else caller.model_id
+
+
+def _own_step(
+    state: AgentState, runtime: Ctx, obs: Observation, ref: str, step: int
+) -> RoleResult[WorkerOutput]:
+    """One step in the runtime's own GUI-Owl-style prompt (``gui_owl*.j2``)."""
+    ctx = runtime.context
     mode = ctx.mode("single")
     cfg = ctx.model("single")
     inputs = gui_owl.GuiOwlInputs(
@@ -59,7 +93,7 @@ def single_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         ui_tree=tree_for(mode, obs),
     )
     sees_tree = shows_tree(mode)
-    result = ctx.callers["single"].call(
+    return ctx.callers["single"].call(
         inputs.model_dump(),
         partial(
             gui_owl.parse_gui_owl, platform=ctx.platform, screen=obs if sees_tree else None, indices=sees_tree
@@ -68,14 +102,53 @@ def single_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         step=step,
         reply_format=gui_owl.REPLY_FORMAT,
     )
-    emit(role_event(step, "single", result))
-    pending = begin_step(
-        ctx, state, obs, ref, t0, result, role="single", graph=KIND, actor="single", subgoal=state["task"]
+
+
+def _official_step(
+    state: AgentState, runtime: Ctx, profile: Profile, obs: Observation, ref: str, step: int
+) -> tuple[RoleResult[WorkerOutput], dict[str, Any]]:
+    """One step rendered by an official profile: the family's own conversation, its parser, its
+    image format, size rule and coordinates (the caller's config takes them, so the action is
+    mapped back in the space the model answered in)."""
+    ctx = runtime.context
+    caller = ctx.callers["single"]
+    profile.check_platform(ctx.platform)
+    caller.model_config = profile.effective(caller.model_config)
+    turns = state.get("turns", [])
+    first_image = len(turns) - profile.screens_kept
+    history = tuple(
+        PastTurn(
+            reply=t["reply"],
+            summary=t["summary"],
+            image=ImageInput((ctx.writer.dir / t["screen"]).read_bytes(), t["screen"])
+            if i >= first_image
+            else None,
+        )
+        for i, t in enumerate(turns)
     )
-    update: dict[str, Any] = {"screen": ref}
+    request = Request(
+        task=state["task"],
+        screen=obs.size,
+        image=ImageInput(obs.screenshot, ref),
+        history=history,
+        answers=tuple(answer_lines(state)),
+    )
+    result = caller.call_turns(
+        profile.render(request),
+        partial(profile.parse, screen=obs.size),
+        step=step,
+        reply_format=profile.reply_format,
+        extra={"profile": profile.name},
+    )
     if result.output is None:
-        return update | format_failure(runtime, state, pending, "single", result.error)
-    return update | take_action(ctx, state, obs, pending, result.output)
+        return result, {}
+    turn = {
+        "step": step,
+        "screen": ref,
+        "reply": result.completion,
+        "summary": profile.summary(result.completion, result.output),
+    }
+    return result, {"turns": [*turns, turn]}
 
 
 def route_after_single(state: AgentState) -> Literal["execute", "human", "advance"]:

@@ -151,6 +151,9 @@ class AgentState(TypedDict, total=False):
     """The NoteStore ``N_t`` (see :mod:`agent_runtime.roles.notes`)."""
     history: list[HistoryItem]
     """Recent steps, oldest first (bounded); the Worker sees the last five."""
+    turns: list[dict[str, Any]]
+    """The single model's parsed replies under an official model profile, oldest first:
+    ``{"step", "screen", "reply", "summary"}`` (its multi-turn layout resends them)."""
     failures: int
     """Consecutive failed steps (Reflector B/C or format failures)."""
     repeats: int

@@ -24,7 +24,9 @@ PNG level 1 31–34 ms, JPEG q90 5–6 ms, base64 and sha1 < 0.5 ms; the old pat
   config): ~5 ms and ~110 KB at quality 90 against PNG level 1's ~31 ms and ~165–190 KB, PSNR
   ~43 dB against the resized pixels. ``image_format = "png"`` sends lossless PNG (level 1).
   :func:`encode_screenshot` and :meth:`ImageEncoder.encode` default to PNG for direct callers;
-  role calls use :func:`encode_for`, which takes the model config's settings.
+  role calls use :func:`encode_for`, which takes the model config's settings. A model under an
+  official profile (:mod:`agent_runtime.profiles`) is sent the format its family's code sends
+  (:func:`profile_image_format`: PNG) unless its config sets ``image_format``.
 
 The trace never re-encodes: it stores the captured screenshot bytes as they came from the
 device (``screens/NNNN.png``); anything that needs the model's view rebuilds it with this
@@ -60,6 +62,7 @@ __all__ = [
     "default_encoder",
     "encode_for",
     "encode_screenshot",
+    "profile_image_format",
     "resample_for",
 ]
 
@@ -223,6 +226,20 @@ def encode_screenshot(
     ``jpeg_quality`` (JPEG 90 unless configured), see :func:`encode_for`.
     """
     return _default_encoder.encode(screenshot, budget, fmt=fmt, jpeg_quality=jpeg_quality)
+
+
+def profile_image_format(model: ModelConfig, official: ImageFormat) -> ImageFormat:
+    """The format a model under a profile is sent: ``image_format`` when the config sets it,
+    else the format the family's own code sends (PNG for GUI-Owl, GUI-Owl-1.5 and UI-TARS:
+    JPEG artefacts are pixels those models never saw in training).
+
+    >>> from agent_runtime.config import ModelConfig
+    >>> profile_image_format(ModelConfig(), "png")
+    'png'
+    >>> profile_image_format(ModelConfig(image_format="jpeg"), "png")
+    'jpeg'
+    """
+    return model.image_format if "image_format" in model.model_fields_set else official
 
 
 def encode_for(screenshot: Observation | bytes, model: ModelConfig) -> EncodedImage:

@@ -14,7 +14,7 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -40,6 +40,22 @@ class ImageInput:
 
     png: bytes
     ref: str
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message of a conversation a model profile lays out: its role and its parts in order,
+    each a text or a screenshot (:meth:`RoleCaller.call_turns`)."""
+
+    role: Literal["system", "user", "assistant"]
+    parts: tuple[str | ImageInput, ...]
+
+
+_MESSAGE_TYPES: dict[str, type[BaseMessage]] = {
+    "system": SystemMessage,
+    "user": HumanMessage,
+    "assistant": AIMessage,
+}
 
 
 @dataclass
@@ -159,7 +175,62 @@ class RoleCaller:
                 {"role": "system", "content": [{"type": "text", "text": system}]},
                 *trace_messages,
             ]
+        return self._ask(
+            messages,
+            trace_messages,
+            parse,
+            step=step,
+            sections=sections,
+            reply_format=reply_format,
+            extra=extra,
+        )
 
+    def call_turns(
+        self,
+        turns: Sequence[Turn],
+        parse: Callable[[str], T],
+        *,
+        step: int,
+        reply_format: str = "",
+        extra: dict[str, Any] | None = None,
+        model_config: ModelConfig | None = None,
+    ) -> RoleResult[T]:
+        """Ask with a whole conversation a model profile laid out (system, earlier screens and
+        replies, the current screen), parse and re-ask like :meth:`call`.
+
+        Images are encoded with ``model_config`` (the profile's effective config: its image
+        format and size rule), else this caller's.
+        """
+        cfg = model_config or self.model_config
+        messages: list[BaseMessage] = []
+        trace_messages: list[dict[str, Any]] = []
+        for turn in turns:
+            content: list[dict[str, Any]] = []
+            traced: list[dict[str, Any]] = []
+            for part in turn.parts:
+                if isinstance(part, ImageInput):
+                    image_part, size = self.encode(part.png, cfg)
+                    content.append(image_part)
+                    traced.append({"type": "image_ref", "ref": part.ref, "size": [size.width, size.height]})
+                else:
+                    content.append({"type": "text", "text": part})
+                    traced.append({"type": "text", "text": part})
+            messages.append(_MESSAGE_TYPES[turn.role](content=content))  # type: ignore[arg-type]
+            trace_messages.append({"role": turn.role, "content": traced})
+        return self._ask(messages, trace_messages, parse, step=step, reply_format=reply_format, extra=extra)
+
+    def _ask(
+        self,
+        messages: list[BaseMessage],
+        trace_messages: list[dict[str, Any]],
+        parse: Callable[[str], T],
+        *,
+        step: int,
+        sections: tuple[str, ...] = (),
+        reply_format: str = "",
+        extra: dict[str, Any] | None = None,
+    ) -> RoleResult[T]:
+        """The ask-parse-re-ask loop of :meth:`call` and :meth:`call_turns`."""
         total_ms = 0.0
         usage = Usage()
         error = ""
