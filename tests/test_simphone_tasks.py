@@ -22,7 +22,8 @@ from agent_runtime.simphone.tasks import (
     task_instances,
 )
 
-APPS = {"Settings", "Clock", "Contacts", "Messages", "Calendar", "Browser", "Notes", "Expenses", "Shop"}
+APPS = {"Settings", "Clock", "Contacts", "Messages", "Calendar", "Browser", "Notes", "Expenses", "Shop",
+        "Phone", "Email", "Maps", "Weather", "Files", "Gallery", "Music", "Recorder"}  # fmt: skip
 KINDS = {"page_reaching", "page_operation", "question"}
 
 

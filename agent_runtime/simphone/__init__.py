@@ -1,7 +1,8 @@
 """SimPhone: an in-process virtual Android phone for testing and training GUI agents.
 
-``SimPhone(seed)`` is a :class:`~agent_runtime.device.Device` with a launcher, nine apps
-(Settings, Clock, Contacts, Messages, Calendar, Browser, Notes, Expenses, Shop), a soft keyboard,
+``SimPhone(seed)`` is a :class:`~agent_runtime.device.Device` with a launcher, apps
+(Settings, Clock, Contacts, Messages, Calendar, Browser, Notes, Expenses, Shop, Files, Gallery,
+Music, Recorder, Phone, Email, Maps, Weather), a soft keyboard,
 dialogs and pickers. It renders real PNG screenshots and uiautomator XML from one view tree,
 is deterministic for a seed, and runs well over 100 steps per second. The ``adb`` subpackage
 serves phones over the adb protocol; ``tasks`` holds android_world-style tasks.

@@ -12,7 +12,7 @@ Screens:
     * ``details`` (title = full name): "Call", "Text", "Favorite"/"Unfavorite" buttons, items
       with the phone number (summary "Mobile") and email (summary "Email"); app-bar actions
       "Edit" and "Delete" (confirm dialog "Delete contact?", button "Delete"). "Text" opens the
-      Messages conversation with this contact.
+      Messages conversation with this contact, "Call" places the call in the Phone app.
     * ``edit`` "Create contact" / "Edit contact": EditTexts "First name" (``first_name``),
       "Last name" (``last_name``), "Phone" (``phone``), "Email" (``email``) and a "Save" button
       (resource-id ``save``). Saving needs a first name or a phone number.
@@ -194,7 +194,9 @@ class ContactsApp(App):
             messages.open_conversation(c.name)  # type: ignore[attr-defined]
 
         def call() -> None:
-            self.toast(f"Calling {c.name}…")
+            dialer = self.phone.app("com.android.dialer")
+            self.phone.launch(dialer.package)
+            dialer.dial(c.phone)  # type: ignore[attr-defined]
 
         big = ui.avatar(c.name, avatar_color(c.name), 96)
         header = ui.col(

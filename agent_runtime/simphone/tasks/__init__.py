@@ -35,6 +35,15 @@ from agent_runtime.simphone.tasks import browser as _browser  # noqa: E402, F401
 from agent_runtime.simphone.tasks import notes as _notes  # noqa: E402, F401  isort: skip
 from agent_runtime.simphone.tasks import expenses as _expenses  # noqa: E402, F401  isort: skip
 from agent_runtime.simphone.tasks import shop as _shop  # noqa: E402, F401  isort: skip
+from agent_runtime.simphone.tasks import files as _files  # noqa: E402, F401  isort: skip
+from agent_runtime.simphone.tasks import gallery as _gallery  # noqa: E402, F401  isort: skip
+from agent_runtime.simphone.tasks import music as _music  # noqa: E402, F401  isort: skip
+from agent_runtime.simphone.tasks import recorder as _recorder  # noqa: E402, F401  isort: skip
+from agent_runtime.simphone.tasks import dialer as _dialer  # noqa: E402, F401  isort: skip
+from agent_runtime.simphone.tasks import mail as _mail  # noqa: E402, F401  isort: skip
+from agent_runtime.simphone.tasks import maps as _maps  # noqa: E402, F401  isort: skip
+from agent_runtime.simphone.tasks import weather as _weather  # noqa: E402, F401  isort: skip
+from agent_runtime.simphone.tasks import crossapp as _crossapp  # noqa: E402, F401  isort: skip
 
 __all__ = [
     "SPLITS",

@@ -142,6 +142,14 @@ ICON_COLORS: dict[str, Color] = {
     "com.simphone.notes": (245, 180, 0),
     "com.simphone.expenses": (0, 150, 136),
     "com.simphone.shop": (156, 39, 176),
+    "com.simphone.files": (26, 115, 232),
+    "com.simphone.gallery": (52, 168, 83),
+    "com.simphone.music": (255, 87, 34),
+    "com.simphone.recorder": (229, 57, 53),
+    "com.android.dialer": (30, 136, 229),
+    "com.simphone.email": (219, 68, 55),
+    "com.simphone.maps": (15, 157, 88),
+    "com.simphone.weather": (3, 169, 244),
 }
 
 #: Wallpapers: (top colour, bottom colour) of a vertical gradient.
