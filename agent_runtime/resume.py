@@ -20,10 +20,15 @@ from agent_runtime.device import Device
 from agent_runtime.errors import AgentRuntimeError, ConfigError, TraceError
 from agent_runtime.events import Notice
 from agent_runtime.runlock import LOCK_NAME
-from agent_runtime.traces import LoadedRun, RunRecord, StepRecord, Usage
+from agent_runtime.traces import LoadedRun, RunRecord, StepRecord, Usage, replace_file
 
 if TYPE_CHECKING:
     from agent_runtime.graphs.context import RunContext
+    from agent_runtime.simphone import SimPhone
+    from agent_runtime.tracing import Redactor
+
+#: The SimPhone snapshot a run directory keeps: the phone's state after the last committed step.
+SIMPHONE_SNAPSHOT = "simphone.json"
 
 
 def recorded_config(run: RunRecord, current: RuntimeConfig) -> RuntimeConfig:
@@ -135,16 +140,24 @@ def restore_device(
 
     The actions that ran are those of the committed steps in steps.jsonl, plus the step in
     progress when the checkpoint holds its execution's result; a step whose execution was
-    interrupted is not replayed (the Worker decides it again). The screen to match is the one
-    the checkpoint points to.
+    interrupted is not replayed (the Worker decides it again). An owned SimPhone is first put
+    in the state of the run's snapshot (:func:`save_simphone`), when there is one, and replays
+    only the steps after it; a run written before snapshots existed replays them all. The
+    screen to match is the one the checkpoint points to.
     """
     from agent_runtime.simphone import SimPhone
 
-    batches = [actions for rec in sorted(steps, key=lambda r: r.step) if (actions := executed_actions(rec))]
+    replay = owned and isinstance(device, SimPhone)
+    after = load_simphone(device, run_dir) if owned and isinstance(device, SimPhone) else None
+    since = after if after is not None else -1
+    batches = [
+        actions
+        for rec in sorted(steps, key=lambda r: r.step)
+        if rec.step > since and (actions := executed_actions(rec))
+    ]
     pending = values.get("pending")
     if pending is not None and pending.action_result is not None and pending.step not in written:
         batches.append(pending.to_execute)
-    replay = owned and isinstance(device, SimPhone)
     if replay:
         for actions in batches:
             for action in actions:
@@ -153,8 +166,12 @@ def restore_device(
     ref = values.get("screen")
     expected = run_dir / ref if isinstance(ref, str) else None
     restored = f"SimPhone restored: replayed the actions of {len(batches)} steps"
+    if after is not None:
+        restored = (
+            f"SimPhone restored from its snapshot after step {after}, then {len(batches)} steps replayed"
+        )
     if expected is None or not expected.is_file():
-        return [Notice(message=restored)] if replay and batches else []
+        return [Notice(message=restored)] if replay and (batches or after is not None) else []
     if same_screen(device.observe().screenshot, expected.read_bytes()):
         return [Notice(message=f"{restored}; the screen equals {ref}")] if replay else []
     if replay:
@@ -173,6 +190,40 @@ def restore_device(
             "used since; the agent continues from what is on the screen now",
         )
     ]
+
+
+def save_simphone(phone: SimPhone, run_dir: Path, step: int, redactor: Redactor) -> bool:
+    """Keep ``phone``'s state after committed ``step`` in the run directory, replaced whole.
+
+    A state holding a value the run must not write (``[memory] sensitive``) is not saved, and
+    an older snapshot is removed: the resume then replays the steps instead. False then.
+    """
+    path = run_dir / SIMPHONE_SNAPSHOT
+    state = phone.state()
+    if redactor and redactor.apply(state) != state:
+        path.unlink(missing_ok=True)
+        return False
+    replace_file(path, json.dumps({"step": step, "state": state}).encode("utf-8"))
+    return True
+
+
+def load_simphone(phone: SimPhone, run_dir: Path) -> int | None:
+    """Put the run's snapshot onto the fresh ``phone``; the step it was taken after, or None
+    when there is none this phone can take (then every step is replayed)."""
+    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.state import restore
+
+    path = run_dir / SIMPHONE_SNAPSHOT
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        step, state = int(saved["step"]), saved["state"]
+        if state["device"] != phone.state()["device"]:
+            return None  # another phone (seed, size): its state is not this one's
+        SimPhone.from_state(state)  # rebuilds, or raises, before this phone is touched
+    except (OSError, ValueError, KeyError, TypeError, AgentRuntimeError):
+        return None
+    restore(phone, state)
+    return step
 
 
 def executed_actions(record: StepRecord) -> list[Action]:

@@ -77,7 +77,14 @@ from agent_runtime.control import InputReply, InputRequest, as_reply
 from agent_runtime.device import Device
 from agent_runtime.errors import AgentRuntimeError, ConfigError, TraceError, TraceWriteError
 from agent_runtime.events import Event, InputRequested, Notice, RunFinished, RunStarted
-from agent_runtime.resume import Totals, carried_totals, check_checkpoint, restore_device, with_totals
+from agent_runtime.resume import (
+    Totals,
+    carried_totals,
+    check_checkpoint,
+    restore_device,
+    save_simphone,
+    with_totals,
+)
 from agent_runtime.runlock import RunLock
 from agent_runtime.traces import (
     RunRecord,
@@ -644,6 +651,7 @@ class Runtime:
         from agent_runtime.graphs.build import build_graph, sqlite_checkpointer
         from agent_runtime.graphs.context import RunContext
         from agent_runtime.models.cancel import RunCancelled
+        from agent_runtime.simphone import SimPhone
         from agent_runtime.telemetry import RunTelemetry, open_telemetry
 
         plan = self._prepare(task, resume, device, max_steps, reply)
@@ -658,9 +666,11 @@ class Runtime:
         app: Any = None
         graph_config: RunnableConfig = {"configurable": {"thread_id": plan.run_id}}
 
-        def progress() -> None:  # a step committed: run.json's totals so far
+        def progress() -> None:  # a step committed: run.json's totals so far, the phone's state
             if record is not None and ctx is not None and writer is not None:
                 writer.write_run(with_totals(record, base, ctx, started, steps=len(ctx.steps_written)))
+                if plan.owned and isinstance(plan.device, SimPhone) and ctx.steps_written:
+                    save_simphone(plan.device, plan.run_dir, max(ctx.steps_written), writer.redactor)
 
         def asking() -> InputRequest | None:
             """The request the run stopped on, when it stopped while a person was asked (or

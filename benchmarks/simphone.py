@@ -9,7 +9,14 @@ Over adb: an ``AdbServer`` on a free port and an unmodified ``adbutils`` client.
 changes the screen with ``input tap`` (timed apart), then times ``device.screenshot()`` and
 ``device.dump_hierarchy()`` (``uiautomator dump`` + ``sync:`` RECV). Target: the sum's median ≤ 150 ms.
 
-    python benchmarks/simphone.py [--steps 200] [--adb-iterations 30] [--json]
+Scale: ``--instances`` phones (200 by default) live in one process. Per phone: the resident
+memory it adds (RSS with all of them built and stepped, minus RSS before, over their number)
+and its cold start (constructor to first PNG screenshot, in a process that has drawn a phone
+already; a new Python process to its first screenshot is reported apart). Then steps (tap +
+PNG + XML) round-robin over all of them, pinned to one core: steps/s/core. Targets: ≤ 30 MB and
+≤ 150 ms per phone.
+
+    python benchmarks/simphone.py [--steps 200] [--adb-iterations 30] [--instances 200] [--json]
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from typing import Any
 
 IN_PROCESS_TARGET_MS = 10.0
 ADB_TARGET_MS = 150.0
+RSS_TARGET_MB = 30.0
+COLD_START_TARGET_MS = 150.0
 WIDTH, HEIGHT = 1080, 2400
 
 
@@ -57,10 +66,7 @@ def bench_in_process(steps: int) -> dict[str, Any]:
     from agent_runtime.actions import Click
     from agent_runtime.simphone import SimPhone
 
-    pinned = False
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-        pinned = True
+    pinned = _pin()
     phone = SimPhone(0, width=WIDTH, height=HEIGHT)
     targets = _tap_targets(phone)
     for point in targets:  # warm-up: fonts, band caches
@@ -96,6 +102,90 @@ def bench_in_process(steps: int) -> dict[str, Any]:
         "target_median_ms": IN_PROCESS_TARGET_MS,
         "ok": step["median_ms"] <= IN_PROCESS_TARGET_MS,
     }
+
+
+def _rss_mb() -> float:
+    """This process's resident memory now (Linux /proc; elsewhere the peak, from getrusage)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _pin() -> bool:
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+        return True
+    return False
+
+
+def bench_scale(instances: int, steps: int) -> dict[str, Any]:
+    import gc
+
+    from agent_runtime.actions import Click
+    from agent_runtime.simphone import SimPhone
+
+    pinned = _pin()
+    SimPhone(10_000, width=WIDTH, height=HEIGHT).screenshot_png()  # the process's fonts and masks
+    gc.collect()
+    before = _rss_mb()
+    phones: list[Any] = []
+    cold_ms = []
+    for seed in range(instances):
+        start = time.perf_counter()
+        phone = SimPhone(seed, width=WIDTH, height=HEIGHT)
+        phone.screenshot_png()
+        cold_ms.append((time.perf_counter() - start) * 1000)
+        phones.append(phone)
+    gc.collect()
+    rss_built = (_rss_mb() - before) / instances
+    targets = _tap_targets(phones[0])
+    step_ms = []
+    for i in range(steps):
+        phone = phones[i % instances]
+        phone.advance_time(60)
+        t0 = time.perf_counter()
+        phone.execute(Click(coordinate=targets[(i // instances) % len(targets)]))
+        phone.screenshot_png()
+        phone.ui_xml()
+        step_ms.append((time.perf_counter() - t0) * 1000)
+    gc.collect()
+    rss_per = max(rss_built, (_rss_mb() - before) / instances)  # after the steps: caches filled
+    cold = _stats(cold_ms)
+    return {
+        "instances": instances,
+        "rss_mb_per_instance": round(rss_per, 2),
+        "rss_mb_per_instance_fresh": round(rss_built, 2),
+        "rss_mb_process": round(_rss_mb(), 1),
+        "cold_start": cold,
+        "new_process_to_first_screenshot_ms": round(_process_cold_start_ms(), 1),
+        "step": _stats(step_ms),
+        "steps_per_s_per_core": round(len(step_ms) / (sum(step_ms) / 1000), 1),
+        "instances_per_gb": int(1024 / rss_per) if rss_per > 0 else None,
+        "pinned_to_one_core": pinned,
+        "targets": {"rss_mb_per_instance": RSS_TARGET_MB, "cold_start_median_ms": COLD_START_TARGET_MS},
+        "ok": rss_per <= RSS_TARGET_MB and cold["median_ms"] <= COLD_START_TARGET_MS,
+    }
+
+
+def _process_cold_start_ms() -> float:
+    """A new Python process: import SimPhone, build one, take its first screenshot."""
+    import subprocess
+    import sys
+
+    code = (
+        "import time; t = time.perf_counter(); from agent_runtime.simphone import SimPhone; "
+        f"SimPhone(0, width={WIDTH}, height={HEIGHT}).screenshot_png(); "
+        "print((time.perf_counter() - t) * 1000)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
 
 
 def bench_adb(iterations: int) -> dict[str, Any]:
@@ -137,17 +227,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200, help="in-process steps to time")
     parser.add_argument("--adb-iterations", type=int, default=30, help="adb screenshot+dump rounds to time")
+    parser.add_argument("--instances", type=int, default=200, help="phones in one process for the scale part")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
-    # adb first: the in-process part pins this process to one core.
+    if args.instances < 1:
+        parser.error("--instances must be at least 1")
+    # adb first: the in-process parts pin this process to one core.
     adb = bench_adb(args.adb_iterations)
+    scale = bench_scale(args.instances, max(args.steps, args.instances))  # before: its first phone
     in_process = bench_in_process(args.steps)
     report = {
         "screen": [WIDTH, HEIGHT],
         "in_process": in_process,
         "adb": adb,
+        "scale": scale,
         "load_average_1m": round(os.getloadavg()[0], 2),  # other work on the machine skews every number
-        "ok": in_process["ok"] and adb["ok"],
+        "ok": in_process["ok"] and adb["ok"] and scale["ok"],
     }
     if args.json:
         print(json.dumps(report))
@@ -167,6 +262,13 @@ def main() -> None:
     for name, stats, target in rows:
         print(f"{name:<32}{stats['median_ms']:>11.2f}{stats['p95_ms']:>9.2f}  {target}")
     print(f"in-process steps/s on one core: {in_process['steps_per_s']}")
+    print(
+        f"{scale['instances']} phones in one process: {scale['rss_mb_per_instance']} MB each "
+        f"(≤ {RSS_TARGET_MB:g}), cold start median {scale['cold_start']['median_ms']} ms "
+        f"(≤ {COLD_START_TARGET_MS:g}; a new process to its first screenshot "
+        f"{scale['new_process_to_first_screenshot_ms']} ms), "
+        f"{scale['steps_per_s_per_core']} steps/s/core over all of them"
+    )
     print(f"machine load average (1 min): {report['load_average_1m']}")
     print("all targets met" if report["ok"] else "TARGET MISSED")
 

@@ -123,6 +123,11 @@ def render(report: EvalReport, console: Console, graph: str | None = None) -> No
         f"{report.duration_s:.1f}s",
     )
     console.print(head)
+    console.print(
+        f"side effects (app data changed outside the task's footprint): {report.side_effect_episodes}"
+        f"/{report.n} = {_pct(report.side_effect_rate)}",
+        highlight=False,
+    )
     if report.holdout is not None:
         console.print(
             f"instance-held-out (trained templates): {_rate(report.holdout.instance_heldout)} · "
@@ -293,6 +298,16 @@ def register(app: typer.Typer) -> None:
                 "the action guard approves on-task sensitive actions and denies off-task ones).",
             ),
         ] = False,
+        ray: Annotated[
+            str | None,
+            typer.Option(
+                "--ray",
+                metavar="local|auto|ADDRESS",
+                help="Play the episodes on Ray: local (a cluster on this machine), auto (the cluster this "
+                "machine joined) or HOST:PORT; --workers SimPhone workers there. Default: [cluster] "
+                "ray_address of the agent's config, else this machine (docs/scale-out.md).",
+            ),
+        ] = None,
     ) -> None:
         """Evaluate a policy on SimPhone tasks: success rate (Wilson 95% CI), steps, per app and task.
 
@@ -305,6 +320,7 @@ def register(app: typer.Typer) -> None:
         options = {"suite": suite, "tasks": tasks, "split": split, "episodes": episodes, "seed": seed}
         if len(kinds) < 2:
             chosen = build_policy(policy, config, kinds[0] if kinds else None, yes=yes)
+            options["ray"] = ray_address(ray, chosen)
             report = run_with_progress(chosen, options, workers=workers, as_json=as_json)
             if holdout:
                 from agent_runtime.simphone.tasks.registry import TEMPLATE_HELDOUT
@@ -319,6 +335,7 @@ def register(app: typer.Typer) -> None:
         policies = {
             kind: build_policy(policy, config, kind, announce=i == 0, yes=yes) for i, kind in enumerate(kinds)
         }
+        options["ray"] = ray_address(ray, next(iter(policies.values())))
         reports = {
             kind: run_with_progress(chosen, options, workers=workers, as_json=as_json, kind=kind)
             for kind, chosen in policies.items()
@@ -328,6 +345,15 @@ def register(app: typer.Typer) -> None:
             print(json.dumps(comparison_json(comparison)))
         else:
             render_comparison(comparison, Console())
+
+
+def ray_address(flag: str | None, policy: Policy) -> str | None:
+    """Where ``--ray`` says episodes run, else the agent config's ``[cluster] ray_address``."""
+    from agent_runtime.evaluation import AgentPolicy
+
+    if flag is not None:
+        return flag
+    return policy.config.cluster.ray_address if isinstance(policy, AgentPolicy) else None
 
 
 def run_with_progress(

@@ -3,27 +3,25 @@
 Each episode gets its own :class:`~agent_runtime.simphone.SimPhone` seeded with the
 instance's seed, so episodes share nothing and can run in parallel: in threads (right for the
 agent policy, which waits on model servers) or in processes (right for the CPU-bound oracle on
-several cores). Success is judged by the task from app state after the policy returns.
+several cores). Success is judged by the task from app state after the policy returns, and only
+counts when no app data outside the task's footprint changed (:meth:`Task.side_effects`).
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import multiprocessing
-import os
-import sys
+import copy
+import functools
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from agent_runtime.errors import ConfigError, DependencyError, ModelError
 from agent_runtime.evaluation.episode import AgentPolicy, Policy, policy_name
 from agent_runtime.evaluation.report import EpisodeResult, EvalReport
+from agent_runtime.execution.backend import Backend, Executor, Job, Workplace, open_backend
+from agent_runtime.execution.backend import share_cores as share_cores  # re-exported
 
-Executor = Literal["thread", "process"]
 SUITES = ("simphone",)
-#: How long a stopped evaluation waits for its episodes in flight to end (seconds).
-STOP_GRACE_S = 1.0
 
 
 def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
@@ -36,6 +34,7 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
     from agent_runtime.evaluation.check import check_task
     from agent_runtime.simphone import SimPhone
     from agent_runtime.simphone.tasks import make_task, split_of
+    from agent_runtime.simphone.tasks.base import Judgement
     from agent_runtime.traces import annotate_run
 
     task = make_task(name, seed)
@@ -45,14 +44,22 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
     calls: int | None = None
     run_dir: str | None = None
     steps, status, error, score, check = 0, "error", None, 0.0, ""
+    side_effects: list[str] = []
     try:
         task.setup(phone)
+        before = phone.state()
         outcome = policy(task, phone)
         answer, steps, status, calls = outcome.answer, outcome.steps, outcome.status, outcome.critical_calls
         run_dir = outcome.run_dir
         verification = check_task(task, phone, answer)
         if not verification.checked:  # the checker itself failed: an episode error
             raise RuntimeError(verification.detail)
+        side_effects = task.side_effects(before, phone.state())
+        if side_effects:
+            reason = Judgement(float(verification.score or 0.0), tuple(side_effects)).reason
+            verification = verification.model_copy(
+                update={"success": False, "score": 0.0, "detail": f"{verification.detail}; but {reason}"}
+            )
         score, check = float(verification.score or 0.0), verification.detail
         if outcome.run_dir:
             # The checker's verdict outranks the agent's own status for trainers and memory.
@@ -92,6 +99,7 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
         oracle_steps=steps if policy_name(policy) == "oracle" else oracle_steps(name, seed),
         critical_calls=calls,
         run_dir=run_dir,
+        side_effects=side_effects,
     )
 
 
@@ -139,6 +147,8 @@ def evaluate(
     on_result: Callable[[EpisodeResult], None] | None = None,
     on_plan: Callable[[int], None] | None = None,
     distinct: bool = False,
+    ray: str | None = None,
+    backend: Backend | None = None,
 ) -> EvalReport:
     """Evaluate ``policy`` on ``episodes`` instances of each selected template in ``split``.
 
@@ -148,6 +158,12 @@ def evaluate(
     ``on_plan`` receives the number of episodes before they start, ``on_result`` each result
     as it finishes (progress bars). ``distinct`` plays only instances with different parameters
     (see :func:`~agent_runtime.simphone.tasks.registry.task_instances`).
+
+    Where episodes run: ``backend`` when given (kept open: a caller evaluating several times
+    reuses its workers and their loaded models), else a Ray cluster when ``ray`` names one
+    (``local``, ``auto`` or an address; ``workers`` SimPhone workers there), else ``workers``
+    local threads or processes (``executor``). Every backend plays the same instances, and a
+    deterministic policy gets the same per-episode outcomes on each.
     """
     if suite not in SUITES:
         raise ConfigError(f"unknown evaluation suite {suite!r}", hint=f"use one of: {', '.join(SUITES)}")
@@ -159,7 +175,8 @@ def evaluate(
     if on_plan is not None:
         on_plan(len(plan))
     started = time.perf_counter()
-    results = list(_run_all(policy, plan, workers, executor, on_result))
+    runner = backend or open_backend(ray, workers, executor)
+    results = _run_all(policy, plan, runner, on_result, close=backend is None)
     from agent_runtime.simphone.tasks import registry
 
     reg = registry()
@@ -188,60 +205,41 @@ def executor_for(policy: Policy) -> Executor:
     return "thread" if isinstance(policy, AgentPolicy) else "process"
 
 
-def share_cores(threads: int) -> None:
-    """Cap this worker process's math threads at its share of the machine's cores.
-
-    Each process would otherwise start as many BLAS/OpenMP threads as there are cores: two
-    workers on 2 cores then run 4 busy threads, and a small in-process model decodes many
-    times slower (measured ~8x) than one worker alone. Set before torch is imported, the
-    environment variables size its thread pools; an already imported torch is told directly.
-    """
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = str(threads)
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(threads)
-
-
 def _run_all(
     policy: Policy,
     plan: list[tuple[str, int]],
-    workers: int,
-    executor: Executor,
+    backend: Backend,
     on_result: Callable[[EpisodeResult], None] | None,
-) -> Iterable[EpisodeResult]:
-    if workers == 1 or len(plan) <= 1:
-        for name, seed in plan:
-            result = run_episode(policy, name, seed)
-            if on_result is not None:
-                on_result(result)
-            yield result
-        return
-    pool: cf.Executor
-    if executor == "process":
-        # forkserver: workers start from a clean interpreter, not a fork of a threaded parent.
-        pool = cf.ProcessPoolExecutor(
-            workers,
-            mp_context=multiprocessing.get_context("forkserver"),
-            initializer=share_cores,
-            initargs=(max(1, (os.cpu_count() or 1) // workers),),
-        )
-    else:
-        pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="eval")
-    futures = [pool.submit(run_episode, policy, name, seed) for name, seed in plan]
+    close: bool,
+) -> list[EpisodeResult]:
+    home = Path(policy.config.runs.dir).expanduser().resolve() if isinstance(policy, AgentPolicy) else None
+    jobs = [
+        Job(f"{name}/{seed}", functools.partial(_episode_job, policy, name, seed), home=home)
+        for name, seed in plan
+    ]
+    results = []
     try:
-        for future in cf.as_completed(futures):
-            result = future.result()
+        for _job, result in backend.run(jobs):
             if on_result is not None:
                 on_result(result)
-            yield result
-    except BaseException:
-        # Stopped (Ctrl-C cancels every run in flight: they record it within milliseconds) or
-        # failed: give the episodes in flight a moment, not the minutes that work nothing can
-        # cut short (a model still loading) would take.
-        for f in futures:
-            f.cancel()
-        cf.wait(futures, timeout=STOP_GRACE_S)
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+            results.append(result)
+    finally:
+        if close:
+            backend.close()
+    return results
+
+
+def _episode_job(policy: Policy, name: str, seed: int, place: Workplace) -> EpisodeResult:
+    """One evaluation episode as a backend job: an agent writes its run where the worker says."""
+    return run_episode(in_runs_dir(policy, place.runs_dir), name, seed)
+
+
+def in_runs_dir(policy: Policy, runs_dir: Path | None) -> Policy:
+    """``policy`` writing its runs under ``runs_dir`` (itself when None, or when it writes none)."""
+    if runs_dir is None or not isinstance(policy, AgentPolicy):
+        return policy
+    moved = copy.copy(policy)
+    moved.config = policy.config.model_copy(
+        update={"runs": policy.config.runs.model_copy(update={"dir": runs_dir})}
+    )
+    return moved

@@ -60,6 +60,10 @@ class EpisodeResult(BaseModel):
         None, description="model calls on the steps' critical paths (agent policies; None: not counted)"
     )
     run_dir: str | None = Field(None, description="the episode's trace directory, when the policy wrote one")
+    side_effects: list[str] = Field(
+        default_factory=list,
+        description="app data paths the episode changed outside the task's footprint (any: a failure)",
+    )
 
 
 class Stats(BaseModel):
@@ -158,6 +162,8 @@ class EvalReport(BaseModel):
     holdout: Holdout | None = Field(
         None, description="instance- and template-held-out success, when asked (with_holdout)"
     )
+    side_effect_episodes: int = Field(0, description="episodes that changed data outside their footprint")
+    side_effect_rate: float = Field(0.0, description="side_effect_episodes / n")
 
     @classmethod
     def build(
@@ -179,8 +185,11 @@ class EvalReport(BaseModel):
         per_app = {
             app: Stats.of(r for r in results if r.app == app) for app in sorted({r.app for r in results})
         }
+        side = sum(bool(r.side_effects) for r in results)
         return cls(
             **meta,
+            side_effect_episodes=side,
+            side_effect_rate=round(side / len(results), 4) if results else 0.0,
             n=overall.n,
             successes=overall.successes,
             success_rate=overall.success_rate,

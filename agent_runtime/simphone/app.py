@@ -43,6 +43,10 @@ class Dialog(FieldOwner):
     buttons: list[tuple[str, Callable[[], None]]] = field(default_factory=list)
     on_cancel: Callable[[], None] | None = None
     data: dict[str, Any] = field(default_factory=dict)
+    #: The inputs that opened it, as ``(event, view path)`` from the screen below (the phone
+    #: records them): how a restored state reopens it, since its closures cannot be saved.
+    #: None when it was opened directly (by a task or a shell command).
+    opener: tuple[tuple[str, tuple[int, ...]], ...] | None = None
 
 
 @dataclass(eq=False, kw_only=True)
@@ -65,6 +69,9 @@ class App(ABC):
     package: ClassVar[str]
     label: ClassVar[str]
     activity: ClassVar[str]
+    #: Paths into ``state`` that merely looking changes (a thread's read mark, browser history),
+    #: as footprint globs (``threads[*].unread``): never judged a task's side effect.
+    viewing_changes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, phone: SimPhone, rng: random.Random) -> None:
         self.phone = phone

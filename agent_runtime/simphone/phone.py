@@ -33,6 +33,7 @@ from agent_runtime.observation import Observation, UIElement, parse_ui_xml
 from agent_runtime.simphone.app import App, FieldOwner
 from agent_runtime.simphone.apps import APP_CLASSES, LAUNCHER_PACKAGE
 from agent_runtime.simphone.execute import execute_action
+from agent_runtime.simphone.state import StateError, restore, snapshot
 from agent_runtime.simphone.ui.compose import compose_screen
 from agent_runtime.simphone.ui.keyboard import KeyboardState
 from agent_runtime.simphone.ui.paint import Op, paint_tree
@@ -134,6 +135,49 @@ class SimPhone(Device):
         with self.lock:
             self._now += dt.timedelta(seconds=seconds)
             self._invalidate()
+
+    def set_clock(self, when: dt.datetime) -> None:
+        """Set the virtual clock (a restored state's time)."""
+        with self.lock:
+            self._now = when
+            self._invalidate()
+
+    def state(self) -> dict[str, Any]:
+        """Everything the phone holds as a JSON-safe dict: every app's data, the OS state (clock,
+        focus), every app's screens. :meth:`from_state` rebuilds the phone from it; the layout
+        is in :mod:`agent_runtime.simphone.state`."""
+        return snapshot(self)
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> SimPhone:
+        """A new phone that has ``state`` (from :meth:`state`): same data, same screen.
+
+        Raises :class:`~agent_runtime.simphone.state.StateError` for a state it cannot rebuild.
+        """
+        device = state.get("device") if isinstance(state, Mapping) else None
+        if not isinstance(device, Mapping):
+            raise StateError(
+                "a SimPhone state needs its 'device' section", hint="pass what SimPhone.state() returned"
+            )
+        try:
+            phone = cls(
+                int(device["seed"]),
+                width=int(device["width"]),
+                height=int(device["height"]),
+                randomize=bool(device["randomize"]),
+                serial=str(device["serial"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateError(f"a SimPhone state's 'device' section is incomplete: {exc}") from None
+        restore(phone, state)
+        return phone
+
+    def fork(self) -> SimPhone:
+        """An independent copy in the same state (group rollouts: G plays from one start).
+
+        The copy shares nothing with this phone: not its data, screens, lock or adb endpoint.
+        """
+        return SimPhone.from_state(self.state())
 
     def app(self, package: str) -> App:
         """The app object (its ``.state`` dataclass is what tasks read and write)."""
@@ -336,6 +380,47 @@ class SimPhone(Device):
             self.tap(*el.bounds.center)
             return el
 
+    @contextmanager
+    def _input(self, event: str, target: View) -> Iterator[None]:
+        """Run one input's handler; a dialog it opens records the input in ``Dialog.opener``.
+
+        A restored state reopens a dialog by replaying that input (:meth:`replay_input`): its
+        buttons are closures over the app, which no snapshot can carry.
+        """
+        app = self._apps[self.foreground]
+        before = app.screen.dialog
+        root = self._current().root
+        yield
+        after = app.screen.dialog
+        if after is None or after is before or after.opener is not None:
+            return
+        chain = () if before is None else before.opener
+        path = _path_to(root, target)
+        after.opener = None if chain is None or path is None else (*chain, (event, path))
+
+    def replay_input(self, event: str, path: tuple[int, ...]) -> None:
+        """Fire the ``event`` handler (click, long_click, submit) of the view at ``path``."""
+        with self._session():
+            view = self._current().root
+            try:
+                for index in path:
+                    view = view.children[index]
+            except IndexError:
+                raise StateError(f"no view at {list(path)} on {self.foreground}'s screen") from None
+            handler = {
+                "click": view.on_click,
+                "long_click": view.on_long_click,
+                "submit": view.on_submit,
+            }.get(event)
+            if handler is None:
+                raise StateError(f"the view at {list(path)} on {self.foreground}'s screen has no {event}")
+            self._toast = None
+            if event == "submit":
+                self._owner().focus = None  # as Enter does before it submits
+            with self._input(event, view):
+                handler()
+            self._invalidate()
+
     def tap(self, x: int, y: int) -> None:
         with self._session():
             target = hit(self._current().root, x, y)
@@ -347,7 +432,8 @@ class SimPhone(Device):
                     span = max(1, (x2 - right) - (x1 + left))
                     target.on_seek(min(1.0, max(0.0, (x - x1 - left) / span)))
                 elif target.on_click is not None:
-                    target.on_click()
+                    with self._input("click", target):
+                        target.on_click()
             self._invalidate()
 
     def long_press(self, x: int, y: int, duration_ms: int = 800) -> None:
@@ -355,7 +441,8 @@ class SimPhone(Device):
             target = hit(self._current().root, x, y, "long_clickable")
             self._toast = None
             if target is not None and target.on_long_click is not None:
-                target.on_long_click()
+                with self._input("long_click", target):
+                    target.on_long_click()
             elif target is not None and target.kind == "edit" and target.on_click is not None:
                 target.on_click()  # long-pressing a field focuses it (and would select text)
             self._invalidate()
@@ -404,8 +491,9 @@ class SimPhone(Device):
         field = find(self._current().root, lambda v: v.kind == "edit" and v.focused)
         if field is not None and field.on_submit is not None:
             owner.focus = None
-            self._invalidate()
-            field.on_submit()
+            with self._input("submit", field):
+                self._invalidate()
+                field.on_submit()
         elif field is not None and field.multiline:
             owner.fields[owner.focus] = owner.fields.get(owner.focus, "") + "\n"
         else:
@@ -496,3 +584,14 @@ class SimPhone(Device):
                 self.foreground = LAUNCHER_PACKAGE
                 self._apps[LAUNCHER_PACKAGE].reset_ui()
             self._invalidate()
+
+
+def _path_to(root: View, target: View) -> tuple[int, ...] | None:
+    """The child indices from ``root`` down to ``target`` (None when it is not in the tree)."""
+    pending: list[tuple[View, tuple[int, ...]]] = [(root, ())]
+    while pending:
+        node, path = pending.pop()
+        if node is target:
+            return path
+        pending.extend((child, (*path, i)) for i, child in enumerate(node.children))
+    return None

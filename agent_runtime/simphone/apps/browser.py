@@ -70,6 +70,7 @@ class BrowserApp(App):
     package = "com.android.browser"
     label = "Browser"
     activity = "com.android.browser.BrowserActivity"
+    viewing_changes = ("history", "current_url")
 
     def initial_state(self, rng: random.Random) -> BrowserState:
         return BrowserState(bookmarks=[p.url for p in rng.sample(PAGES, 2)])

@@ -74,6 +74,7 @@ class MessagesApp(App):
     package = "com.android.messaging"
     label = "Messages"
     activity = "com.android.messaging.ui.conversationlist.ConversationListActivity"
+    viewing_changes = ("threads[*].unread",)
 
     def initial_state(self, rng: random.Random) -> MessagesState:
         state = MessagesState()

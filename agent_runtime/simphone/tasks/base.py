@@ -11,6 +11,14 @@ Every template also carries its expert :meth:`Task.solve`: a generator of action
 goal through the public device interface only (reading the UI tree, clicking centres of nodes),
 so each template is provably solvable and can produce demonstrations. See
 :mod:`agent_runtime.simphone.tasks.oracle`.
+
+**Side effects.** A run that meets the goal but also deletes an unrelated contact has not done
+the task. Each template declares what it may change, its :attr:`Task.footprint` (globs over
+:meth:`SimPhone.state` paths, see :func:`~agent_runtime.simphone.state.covers`); the default is
+the data of the apps the template names for an operation, and nothing for a question or a
+page to reach. :meth:`Task.judge` fails a run whose app data changed outside it, naming the
+path. What only looking changes (an app's ``viewing_changes``) and the OS state (clock, focus,
+screens) are never side effects.
 """
 
 from __future__ import annotations
@@ -19,7 +27,8 @@ import json
 import random
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agent_runtime.actions import Action
@@ -50,6 +59,9 @@ class Task(ABC):
     answer_task: ClassVar[bool] = False
     #: ``page_reaching`` | ``page_operation`` | ``question`` — the ReachAgent task families.
     kind: ClassVar[str] = "page_operation"
+    #: State paths the task may change (``apps.notes.notes[*]``, ``apps.settings.wifi*``);
+    #: None: :meth:`may_change`'s default. See the module docstring.
+    footprint: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, params: dict[str, Any], seed: int = 0) -> None:
         self.params = dict(params)
@@ -110,8 +122,72 @@ class Task(ABC):
         """For question tasks, the answer :meth:`is_successful` accepts (for reports and tests)."""
         return None
 
+    # -- side effects ---------------------------------------------------------------------------
+    def may_change(self) -> tuple[str, ...]:
+        """The footprint: :attr:`footprint`, else every named app's data for an operation and
+        nothing for a question or a page to reach (looking changes no data)."""
+        from agent_runtime.simphone.state import app_key
+
+        if self.footprint is not None:
+            return self.footprint
+        if self.answer_task or self.kind in ("question", "page_reaching"):
+            return ()
+        return tuple(f"apps.{app_key(label)}" for label in self.app_names)
+
+    def side_effects(self, before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+        """App data paths that changed between two :meth:`SimPhone.state` dicts outside the
+        footprint and outside what viewing changes."""
+        from agent_runtime.simphone.apps import APP_CLASSES
+        from agent_runtime.simphone.state import app_key, covers, diff
+
+        allowed = list(self.may_change())
+        for cls in APP_CLASSES:
+            allowed += [f"apps.{app_key(cls.label)}.{p}" for p in cls.viewing_changes]
+        changed = diff(before.get("apps", {}), after.get("apps", {}), "apps")
+        return [p for p in changed if not any(covers(pattern, p) for pattern in allowed)]
+
+    def judge(self, phone: SimPhone, answer: str | None, before: Mapping[str, Any]) -> Judgement:
+        """The goal check (:meth:`is_successful`) and the side-effect check together.
+
+        ``before`` is ``phone.state()`` right after :meth:`setup`. A run with side effects
+        scores 0 whatever its goal score; :attr:`Judgement.reason` names the changed paths.
+        """
+        goal = float(self.is_successful(phone, answer))
+        side = self.side_effects(before, phone.state())
+        return Judgement(goal_score=goal, side_effects=tuple(side))
+
     def __repr__(self) -> str:
         return f"{self.name}(seed={self.seed}, params={self.params})"
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A run judged: the goal's score and the app data it changed outside the footprint."""
+
+    goal_score: float
+    side_effects: tuple[str, ...] = ()
+
+    @property
+    def score(self) -> float:
+        """The goal's score, or 0 when anything outside the footprint changed."""
+        return 0.0 if self.side_effects else self.goal_score
+
+    @property
+    def success(self) -> bool:
+        return self.score >= 1.0
+
+    @property
+    def reason(self) -> str:
+        """Why it fails beyond the goal ('' when nothing outside the footprint changed).
+
+        >>> Judgement(1.0, ("apps.contacts.contacts[id=3]",)).reason
+        'it also changed apps.contacts.contacts[id=3], outside what the task may change'
+        """
+        if not self.side_effects:
+            return ""
+        shown = ", ".join(self.side_effects[:5])
+        more = f" and {len(self.side_effects) - 5} more" if len(self.side_effects) > 5 else ""
+        return f"it also changed {shown}{more}, outside what the task may change"
 
 
 class QuestionTask(Task):
