@@ -3,6 +3,7 @@
 The tree::
 
     AgentRuntimeError                 base; carries ``hint`` and ``context``
+    ├── ClusterError                  a Ray cluster cannot be reached, or an episode's workers kept dying
     ├── ConfigError                   bad or unknown config keys, bad CLI arguments
     ├── DependencyError               an optional extra is not installed
     ├── DeviceError                   a device cannot be reached or refused a command
@@ -52,6 +53,11 @@ class AgentRuntimeError(Exception):
             "hint": self.hint,
             "context": {k: str(v) for k, v in self.context.items()},
         }
+
+
+class ClusterError(AgentRuntimeError):
+    """The execution backend could not play episodes: the Ray cluster cannot be reached, or an
+    episode's worker died more often than its retries allow (``key`` names the episode)."""
 
 
 class ConfigError(AgentRuntimeError):

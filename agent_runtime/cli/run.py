@@ -305,6 +305,26 @@ def register(app: typer.Typer) -> None:
                 "unattended run with [safety] unattended = approve (each step records it).",
             ),
         ] = False,
+        tasks_file: Annotated[
+            Path | None,
+            typer.Option(
+                "--tasks",
+                help="Play every task of FILE (a task per line, or JSON lines {task, device}) across the "
+                "devices, unattended, and print one summary. Exit 0 only if every task was verified; 1 if "
+                "any failed; 3 if the rest only claimed success.",
+            ),
+        ] = None,
+        workers: Annotated[
+            int, typer.Option("--workers", min=1, help="--tasks: SimPhone tasks played at once.")
+        ] = 1,
+        ray: Annotated[
+            str | None,
+            typer.Option(
+                "--ray",
+                metavar="local|auto|ADDRESS",
+                help="--tasks: play on Ray (default: [cluster] ray_address; docs/scale-out.md).",
+            ),
+        ] = None,
     ) -> None:
         """Run a task on a device with the configured roles; stream progress; write a trace.
 
@@ -326,6 +346,15 @@ def register(app: typer.Typer) -> None:
         from agent_runtime.runtime import Runtime, finished_summary, finished_verification
         from agent_runtime.tracing import Redactor
 
+        if tasks_file is not None:
+            if task or task_id or resume:
+                raise ConfigError("give either --tasks FILE or a TASK (--task-id, --resume), not both")
+            _batch(tasks_file, load_config(config, **{"device.spec": device, "graph.kind": graph}), runs_dir,
+                   max_steps, workers, ray, as_json)  # fmt: skip
+        if ray is not None or workers != 1:
+            raise ConfigError(
+                "--ray and --workers apply to --tasks FILE", hint="add --tasks FILE, or drop them"
+            )
         if resume and (task or task_id):
             raise ConfigError("give either a TASK (or --task-id) or --resume RUN_ID, not both")
         if task and task_id:
@@ -405,6 +434,32 @@ def register(app: typer.Typer) -> None:
 
             console.print(costs_table(costs))
         raise typer.Exit(exit_code(final.status, final.success, verification))
+
+
+def _batch(
+    path: Path, cfg: RuntimeConfig, runs_dir: Path | None, max_steps: int | None, workers: int,
+    ray: str | None, as_json: bool,
+) -> NoReturn:  # fmt: skip
+    """``run --tasks FILE``: every task unattended on the backend, one summary, one exit code."""
+    from agent_runtime.execution import open_backend
+    from agent_runtime.execution.batch import batch_exit_code, dump, read_tasks, run_batch, summary_line
+
+    tasks = read_tasks(path)
+    if runs_dir is not None:
+        cfg.runs = cfg.runs.model_copy(update={"dir": runs_dir})
+    backend = open_backend(ray or cfg.cluster.ray_address, workers)
+    try:
+        outcomes = run_batch(cfg, tasks, backend, max_steps)
+    finally:
+        backend.close()
+    console = Console(stderr=True)
+    if as_json:
+        print(dump(outcomes))
+    for o in outcomes:
+        console.print(f"{o.line:>4} {o.outcome:<13} {o.steps:>3} steps  {_short(o.task, 60)}",
+                      markup=False, highlight=False)  # fmt: skip
+    console.print(summary_line(outcomes), highlight=False)
+    raise typer.Exit(batch_exit_code(outcomes))
 
 
 def _task_from_id(task_id: str, device: str | None, spec: str) -> tuple[str, str]:

@@ -417,6 +417,7 @@ class Evolution:
             seed=seed,
             workers=self.opts.workers,
             executor="thread",
+            ray=policy.config.cluster.ray_address,  # [cluster]: rollouts and evaluations on Ray
             on_plan=on_plan,
             on_result=lambda _r: progress["advance"](1),
             distinct=not rollouts,  # held-out instances are different tasks (clustered test, table)
@@ -781,8 +782,9 @@ def stage_sft(ev: Evolution, it: int) -> dict[str, Any]:
 
 def _replay_pool(ev: Evolution, it: int, *, exclude: list[Path]) -> list[Path]:
     """Runs of earlier data to replay: what the start was trained on (``--replay-runs``, else its
-    manifest's source runs that exist here, else oracle demonstrations of the train templates,
-    written once to ``OUT/replay-demos``) and the data of every earlier iteration."""
+    manifest's source runs that exist here, else one oracle demonstration of every train template
+    but the template-held-out ones, written once to ``OUT/replay-demos``) and the data of every
+    earlier iteration."""
     from agent_runtime.models.refs import resolve_model_ref
     from agent_runtime.traces import iter_runs
     from agent_runtime.trainers.artifacts import read_manifest
@@ -802,11 +804,11 @@ def _replay_pool(ev: Evolution, it: int, *, exclude: list[Path]) -> list[Path]:
             if demos.exists():
                 shutil.rmtree(demos)
             model = ev.runtime.models[ev.model_name]
+            # every train template, as the start's own SFT data covers them all (not just --tasks)
             report = write_demos(
                 DemoOptions(
-                    tasks=ev.opts.tasks,
                     exclude_heldout=True,
-                    episodes=ev.opts.train_episodes,
+                    episodes=1,
                     seed=ev.opts.seed + 7919,  # instances other than the rollouts' first ones
                     observation=model.observation,
                     prompts=model.prompts,

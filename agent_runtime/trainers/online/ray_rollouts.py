@@ -1,81 +1,73 @@
-"""Rollout workers as Ray actors (``distill --ray-address ADDR``), for rollouts beyond one machine.
+"""Rollout workers on Ray (``distill --ray-address ADDR``), for rollouts beyond one machine.
 
-Each actor owns its SimPhones and its runtime; it samples the trained role from the policy
-server (:class:`~.policy.ServerPolicy` — in-process weights cannot be shared with actors),
-converts its run to a trajectory itself (so run directories need not be on a shared disk) and
-returns the :class:`~.rollouts.RolloutResult`. Requests are dealt round-robin over the actors.
+The rollouts run on the shared execution backend (:class:`~agent_runtime.execution.ray_backend.RayBackend`),
+like ``eval``'s and ``evolve``'s episodes: each worker actor samples the trained role from the
+policy server (:class:`~.policy.ServerPolicy` — in-process weights cannot be shared with actors),
+converts its run to a trajectory itself, and the backend brings the run directory home to the
+iteration's rollouts directory (no shared disk needed), plays an episode again when its worker
+dies, and stops the cluster's work on Ctrl-C. A worker loads each base's processor once.
 
-``ray`` is imported only here and only when Ray is asked for; without it the error names the
-``ray`` extra.
+``ray`` is imported only when Ray is asked for; without it the error names the ``ray`` extra.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agent_runtime.errors import DependencyError
+from agent_runtime.execution.backend import Job, Workplace
 from agent_runtime.trainers.online.rollouts import RolloutRequest, RolloutResult
 
 
-class RolloutActor:
-    """The body of one Ray actor: plays requests with the policy and worker specs it is sent."""
+def play_rollout(
+    policy_spec: dict[str, Any], worker_spec: dict[str, Any], request: dict[str, Any], place: Workplace
+) -> RolloutResult:
+    """One rollout as a backend job, with the policy and worker specs it is sent."""
+    from agent_runtime.config import RuntimeConfig
+    from agent_runtime.models.hf import load_processor
+    from agent_runtime.trainers.online.policy import server_chat_model
+    from agent_runtime.trainers.online.rollouts import RolloutWorker
 
-    def __init__(self) -> None:
-        self._processors: dict[str, Any] = {}
-
-    def play(
-        self, policy_spec: dict[str, Any], worker_spec: dict[str, Any], request: dict[str, Any]
-    ) -> RolloutResult:
-        from agent_runtime.config import RuntimeConfig
-        from agent_runtime.models.hf import load_processor
-        from agent_runtime.trainers.online.policy import server_chat_model
-        from agent_runtime.trainers.online.rollouts import RolloutWorker
-
-        base = worker_spec["base"]
-        if base not in self._processors:
-            self._processors[base] = load_processor(base)
-        worker = RolloutWorker(
-            RuntimeConfig.model_validate(worker_spec["config"]),
-            worker_spec["role"],
-            lambda seed: server_chat_model(policy_spec, seed),
-            self._processors[base],
-            Path(worker_spec["runs_dir"]),
-            max_turns=worker_spec["max_turns"],
-        )
-        return worker.play(RolloutRequest.model_validate(request))
-
-
-def _ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise DependencyError("ray", "ray", "--ray-address (rollout workers as Ray actors)") from None
-    return ray
+    processors: dict[str, Any] = place.cache.setdefault("processors", {})
+    base = worker_spec["base"]
+    if base not in processors:
+        processors[base] = load_processor(base)
+    worker = RolloutWorker(
+        RuntimeConfig.model_validate(worker_spec["config"]),
+        worker_spec["role"],
+        lambda seed: server_chat_model(policy_spec, seed),
+        processors[base],
+        place.runs_dir or Path(worker_spec["runs_dir"]),
+        max_turns=worker_spec["max_turns"],
+    )
+    return worker.play(RolloutRequest.model_validate(request))
 
 
 class RayRollouts:
-    """K Ray actors playing rollouts on the cluster at ``address`` (``"auto"`` or ``"local"`` work too)."""
+    """K Ray workers playing rollouts on the cluster at ``address`` (``"auto"`` or ``"local"`` work too)."""
 
     def __init__(self, address: str, workers: int) -> None:
-        ray = _ray()
-        self.ray = ray
-        ray.init(address=None if address == "local" else address, ignore_reinit_error=True)
-        remote = ray.remote(num_cpus=1)(RolloutActor)
-        self.actors = [remote.remote() for _ in range(workers)]
+        from agent_runtime.execution.ray_backend import RayBackend
+
+        self.backend = RayBackend(address, workers)
 
     def play_remote(
         self, policy_spec: dict[str, Any], worker_spec: dict[str, Any], requests: Sequence[RolloutRequest]
     ) -> list[RolloutResult]:
-        n = len(self.actors)
-        futures = [
-            self.actors[i % n].play.remote(policy_spec, worker_spec, r.model_dump(mode="json"))
+        """The requests' results, in the requests' order; their runs under ``worker_spec["runs_dir"]``."""
+        home = Path(worker_spec["runs_dir"])
+        jobs = [
+            Job(
+                f"{r.iteration}/{r.task_name}/{r.task_seed}/{r.group_index}/{i}",
+                functools.partial(play_rollout, policy_spec, worker_spec, r.model_dump(mode="json")),
+                home=home,
+            )
             for i, r in enumerate(requests)
         ]
-        return list(self.ray.get(futures))
+        results = {job.key: result for job, result in self.backend.run(jobs)}
+        return [results[job.key] for job in jobs]
 
     def close(self) -> None:
-        for actor in self.actors:
-            self.ray.kill(actor)
-        self.actors = []
+        self.backend.close()
