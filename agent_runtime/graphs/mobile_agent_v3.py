@@ -43,6 +43,8 @@ from agent_runtime.graphs.inputs import images_for, manager_inputs, worker_input
 from agent_runtime.graphs.shared import TEAM, Ctx, after_action, begin_step, format_failure, take_action
 from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import commit, observe, role_event
+from agent_runtime.profiles import mobile_agent_v3 as official_prompts
+from agent_runtime.profiles.team import after_plan, ask, official_role, pool_of, tracks_pool
 from agent_runtime.roles import manager, worker
 from agent_runtime.roles.caller import ImageInput
 from agent_runtime.roles.rag import retrieve_knowledge
@@ -71,24 +73,32 @@ def plan_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     pending = state.get("pending")
     init = not state.get("planned")
     mode = ctx.mode("manager")
-    inputs = manager_inputs(
-        state, pending, obs=obs, mode=mode, device_word=ctx.device_word, graph=ctx.config.graph
-    )
     sections: tuple[str, ...]
     if init:
         sections, call_step = manager.SECTIONS_INIT, -1
     else:
         sections = manager.SECTIONS_UPDATE
         call_step = pending.step if pending is not None else state.get("step", 0)
-    result = ctx.callers["manager"].call(
-        inputs.model_dump(),
-        manager.parse_manager,
-        images=images_for(mode, ImageInput(obs.screenshot, ref)),
-        step=call_step,
-        sections=sections,
-    )
+    profile = official_role(ctx, "manager")
+    if profile is not None:
+        pool = pool_of(state, pending)
+        image = [ImageInput(obs.screenshot, ref)]
+        result = ask(ctx, "manager", profile, pool, image, manager.parse_manager, step=call_step)
+    else:
+        inputs = manager_inputs(
+            state, pending, obs=obs, mode=mode, device_word=ctx.device_word, graph=ctx.config.graph
+        )
+        result = ctx.callers["manager"].call(
+            inputs.model_dump(),
+            manager.parse_manager,
+            images=images_for(mode, ImageInput(obs.screenshot, ref)),
+            step=call_step,
+            sections=sections,
+        )
     emit(role_event(call_step, "manager", result))
     update: dict[str, Any] = {"screen": ref, "planned": True}
+    if tracks_pool(ctx):
+        update["info_pool"] = after_plan(state, pending, result)
     finished = False
     if result.output is not None:
         out = result.output
@@ -126,24 +136,34 @@ def act_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     emit(StepStarted(step=step, subgoal=subgoal))
     t0 = time.time()
     mode = ctx.mode("worker")
-    inputs = worker_inputs(
-        state,
-        obs=obs,
-        mode=mode,
-        device_word=ctx.device_word,
-        platform=ctx.platform,
-        model=ctx.model("worker"),
-    )
     sees_tree = shows_tree(mode)
-    result = ctx.callers["worker"].call(
-        inputs.model_dump(),
-        partial(
-            worker.parse_worker, platform=ctx.platform, screen=obs if sees_tree else None, indices=sees_tree
-        ),
-        images=images_for(mode, ImageInput(obs.screenshot, ref)),
-        step=step,
-        sections=worker.SECTIONS,
-    )
+    profile = official_role(ctx, "worker")
+    if profile is not None:
+        image = [ImageInput(obs.screenshot, ref)]
+        result = ask(
+            ctx, "worker", profile, pool_of(state), image, official_prompts.parse_worker_reply, step=step
+        )
+    else:
+        inputs = worker_inputs(
+            state,
+            obs=obs,
+            mode=mode,
+            device_word=ctx.device_word,
+            platform=ctx.platform,
+            model=ctx.model("worker"),
+        )
+        result = ctx.callers["worker"].call(
+            inputs.model_dump(),
+            partial(
+                worker.parse_worker,
+                platform=ctx.platform,
+                screen=obs if sees_tree else None,
+                indices=sees_tree,
+            ),
+            images=images_for(mode, ImageInput(obs.screenshot, ref)),
+            step=step,
+            sections=worker.SECTIONS,
+        )
     emit(role_event(step, "worker", result))
     pending = begin_step(
         ctx,

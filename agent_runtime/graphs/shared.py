@@ -36,6 +36,8 @@ from agent_runtime.graphs.inputs import action_text, images_for, notetaker_input
 from agent_runtime.graphs.state import AgentState, HistoryItem, Step
 from agent_runtime.graphs.steps import account, commit, role_event
 from agent_runtime.observation import Observation
+from agent_runtime.profiles.mobile_agent_v3 import parse_notetaker_reply, parse_reflector_reply
+from agent_runtime.profiles.team import after_notes, ask, judged_pool, official_role, pool_of
 from agent_runtime.role_outputs import NotetakerOutput, WorkerOutput
 from agent_runtime.roles import notetaker, reflector
 from agent_runtime.roles.caller import ImageInput, RoleResult
@@ -238,7 +240,21 @@ def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     notes = NoteStore.from_state(state.get("notes"))
     phase_start = time.perf_counter()
     future: Future[RoleResult[NotetakerOutput]] | None = None
-    if team and "notetaker" in ctx.callers:
+    n_profile = official_role(ctx, "notetaker") if team else None
+    if n_profile is not None:
+        n_pool = judged_pool(state, pending)
+        future = ctx.executor.submit(
+            ask,
+            ctx,
+            "notetaker",
+            n_profile,
+            n_pool,
+            [after],
+            parse_notetaker_reply,
+            step=step,
+            extra={"speculative": True},
+        )
+    elif team and "notetaker" in ctx.callers:
         n_mode = ctx.mode("notetaker")
         n_inputs = notetaker_inputs(state, pending, mode=n_mode, device_word=ctx.device_word)
         future = ctx.executor.submit(
@@ -261,22 +277,29 @@ def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         screen = ctx.cached(after_ref)
         size = screen.size if screen is not None else ctx.device.screen_size
         r_mode = ctx.mode("reflector")
-        r_inputs = reflector_inputs(
-            state,
-            pending,
-            mode=r_mode,
-            device_word=ctx.device_word,
-            worker_model=ctx.model(pending.actor),
-            screen_size=size,
-            device_report=device_report,
-        )
-        result = ctx.callers["reflector"].call(
-            r_inputs.model_dump(),
-            reflector.parse_reflector,
-            images=images_for(r_mode, before, after),
-            step=step,
-            sections=reflector.SECTIONS,
-        )
+        r_profile = official_role(ctx, "reflector")
+        if r_profile is not None:
+            r_pool = pool_of(state, pending)
+            result = ask(
+                ctx, "reflector", r_profile, r_pool, [before, after], parse_reflector_reply, step=step
+            )
+        else:
+            r_inputs = reflector_inputs(
+                state,
+                pending,
+                mode=r_mode,
+                device_word=ctx.device_word,
+                worker_model=ctx.model(pending.actor),
+                screen_size=size,
+                device_report=device_report,
+            )
+            result = ctx.callers["reflector"].call(
+                r_inputs.model_dump(),
+                reflector.parse_reflector,
+                images=images_for(r_mode, before, after),
+                step=step,
+                sections=reflector.SECTIONS,
+            )
         emit(role_event(step, "reflector", result))
         timings["reflector"] = result.latency_ms
         timings["reflect_model"] = result.latency_ms
@@ -314,6 +337,8 @@ def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
             if n.output is not None:
                 added = notes.merge(n.output.notes, step)
                 update["notes"] = notes.to_state()
+                if n_profile is not None:
+                    update["info_pool"] = after_notes(state, n.output.notes)
                 emit(NotesEvent(step=step, added=[i.text for i in added], notes=notes.render(), used=True))
         else:
             emit(NotesEvent(step=step, notes=notes.render(), used=False))

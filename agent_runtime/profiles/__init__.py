@@ -3,8 +3,8 @@
 A model's ``profile`` setting names one: ``agent-runtime`` (the runtime's own hardened prompts,
 what the demo model is trained on), ``gui-owl`` (GUI-Owl 7B/32B, Mobile-Agent-v3),
 ``gui-owl-1.5`` and ``ui-tars-1.5``; ``auto`` (the default) picks one from the served model's
-name. Only the ``single`` graph renders through an official profile today; the other graphs
-keep the runtime's prompts (:attr:`Profile.roles` is where a profile brings its own).
+name. The ``single`` graph renders through an official profile; so do the Mobile-Agent-v3 roles
+of a profile that brings its own (:attr:`Profile.roles`: ``gui-owl``'s, :mod:`.mobile_agent_v3`).
 """
 
 from __future__ import annotations

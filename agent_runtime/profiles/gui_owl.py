@@ -12,10 +12,12 @@ as ``android_world_v3/android_world/agents/gui_owl.py`` does. Coordinates are pi
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from agent_runtime.coords import DEFAULT_MAX_PIXELS, DEFAULT_MIN_PIXELS, CoordSpace, ImageBudget, Size
 from agent_runtime.profiles.base import Profile, Request, read_text
+from agent_runtime.profiles.mobile_agent_v3 import ROLES
 from agent_runtime.role_outputs import WorkerOutput
 from agent_runtime.roles.caller import Turn
 from agent_runtime.roles.gui_owl import REPLY_FORMAT, parse_gui_owl
@@ -69,6 +71,8 @@ class GuiOwl(Profile):
     min_pixels: ClassVar[int] = DEFAULT_MIN_PIXELS
     max_pixels: ClassVar[int] = DEFAULT_MAX_PIXELS
     reply_format: ClassVar[str] = REPLY_FORMAT
+    #: Mobile-Agent-v3's Manager, Worker, Reflector and Notetaker (:mod:`.mobile_agent_v3`).
+    roles: ClassVar[Mapping[str, str]] = ROLES
 
     def render(self, request: Request) -> list[Turn]:
         size = ImageBudget(min_pixels=self.min_pixels, max_pixels=self.max_pixels).resized(request.screen)
