@@ -5,9 +5,10 @@ Callers (roles of several runs, episodes of an eval, rollouts of a group, reques
 scheduler thread owns the :class:`~agent_runtime.models.decoder.SlotDecoder` and loops:
 
 1. admit waiting requests while the batch has room — each is prefilled into a cache row, from
-   the longest prefix a finished sequence left in a free row (the same role's instructions, the
-   same task's prompt in a rollout group), and a request for ``n`` choices is copied into ``n``
-   rows;
+   the longest prefix a finished sequence left in a free row or a running sequence's prompt holds
+   (the same role's instructions, the same task's prompt in a rollout group: requests that
+   arrive together prefill what they share once), and a request for ``n`` choices is copied into
+   ``n`` rows;
 2. decode one token for every running sequence in one forward;
 3. sample each sequence with its own parameters (temperature, top-p, top-k, suppressed tokens,
    its own seeded generator, so a request's sample does not depend on what else is in the batch)
@@ -277,7 +278,8 @@ class Batcher:
         Rows ``B ..`` are free and keep finished sequences' tokens (``_free[k]`` is row
         ``B + k``). The row sharing the longest prefix with ``prompt`` is taken; without one, a
         new row while there is room for spares (so prefixes of other roles survive), else the
-        free row finished longest ago.
+        free row finished longest ago. A running sequence whose prompt shares more (a request
+        admitted with this one) lends it that prefix: its prompt positions are never rewritten.
         """
         running = len(self._running)
         best, shared = -1, 0
@@ -295,7 +297,17 @@ class Batcher:
             self.decoder.cache.swap(running + best, running, length)
             self._free[0], self._free[best] = self._free[best], self._free[0]
         self._free.pop(0)
-        return 0 if prompt is None else min(shared, len(prompt) - 1)
+        if prompt is None:
+            return 0
+        donor, lent = -1, shared
+        for r, seq in enumerate(self._running):
+            n = _common_prefix(seq.request.prompt, prompt) if seq.request.adapter == adapter else 0
+            if n > lent:
+                donor, lent = r, n
+        if donor >= 0:
+            self.decoder.cache.copy(donor, running, lent)
+            shared = lent
+        return min(shared, len(prompt) - 1)
 
     def _step(self) -> None:
         seqs = self._running
@@ -339,7 +351,8 @@ class Batcher:
                 drop = (sorted_p.cumsum(-1) - sorted_p) >= s.top_p
                 sorted_p = sorted_p.masked_fill(drop, 0.0)
                 probs = torch.zeros_like(probs).scatter_(0, order, sorted_p)
-            token = int(torch.multinomial(probs, 1, generator=seq.generator))
+            # The seeded generator lives on the CPU (a sample must not depend on the device): draw there.
+            token = int(torch.multinomial(probs.cpu(), 1, generator=seq.generator))
         if s.logprobs:
             seq.logprobs.append(float(raw[token]))
             if s.top_logprobs:
