@@ -325,6 +325,56 @@ def test_the_kl_reference_is_the_start_not_the_previous_iteration(records, tiny_
 
 
 @pytest.mark.train
+def test_grpo_from_an_sft_adapter_with_dropout_scores_on_policy(records, tiny_vlm_dir, tmp_path) -> None:
+    """GRPO from an SFT adapter with lora_dropout 0.05 (random A and B: dropout changes the
+    function), the reference that same adapter, the model in train mode as TRL trains it. TRL's
+    own scorer gives the old, the new and the reference log-probs: at policy = reference the
+    ratio exp(new − old) is 1 and the k3 KL exp(ref − new) − (ref − new) − 1 is 0. With TRL's
+    default (dropout on) each forward drew its own mask: KL ~1e-3 and ratios far from 1."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from trl.trainer.utils import use_adapter
+
+    from agent_runtime.models.hf import load_model
+    from agent_runtime.trainers.base_config import LANGUAGE_MODEL_LORA_TARGETS
+    from agent_runtime.trainers.hi_agent.grpo_data import build_dataset
+    from agent_runtime.trainers.hi_agent.grpo_rewards import make_low_level_reward
+    from agent_runtime.trainers.hi_agent.grpo_trainer import make_trainer
+
+    torch.manual_seed(3)
+    sft = tmp_path / "sft"
+    lora = LoraConfig(
+        r=4,
+        lora_alpha=8,
+        lora_dropout=0.05,
+        target_modules=LANGUAGE_MODEL_LORA_TARGETS,
+        init_lora_weights=False,
+    )
+    get_peft_model(load_model(tiny_vlm_dir, dtype="float32"), lora).save_pretrained(sft)
+    start = f"transformers:{tiny_vlm_dir}?adapter={sft}"
+    dataset, _ = build_dataset(records[:1], "low")
+    cfg = _cfg(start, tmp_path / "out", level="low", beta=0.04)
+    trainer = make_trainer(cfg, dataset, [make_low_level_reward()], reference=start)
+    model = trainer.model
+    assert model.peft_config["default"].lora_dropout == 0.05  # the adapter keeps its setting …
+    model.train()  # … and TRL trains in train mode
+    ids = torch.randint(5, 200, (4, 24), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(ids)
+
+    def logps() -> torch.Tensor:
+        with torch.no_grad():
+            return trainer._get_per_token_logps_and_entropies(model, ids, mask, 12)[0]
+
+    old, new = logps(), logps()
+    with use_adapter(model, adapter_name="ref"):
+        ref = logps()
+    ratio = torch.exp(new - old)
+    kl = torch.exp(ref - new) - (ref - new) - 1
+    assert float((ratio - 1).abs().max()) <= 1e-4
+    assert float(kl.max()) < 1e-8
+
+
+@pytest.mark.train
 def test_advantages_use_the_configured_epsilon_and_sampling_uses_top_k(records, grpo_base, tmp_path) -> None:
     """One group of G = 4 with rewards [1, 0, 0, 0]: mean 0.25, std (TRL's, unbiased)
     sqrt((0.75² + 3·0.25²)/3) = 0.5. With ε = 0.5: A = 0.75/(0.5 + 0.5) = 0.75 for the first,

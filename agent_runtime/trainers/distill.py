@@ -67,7 +67,7 @@ class DataOptions(BaseModel):
     runs_dir: Path | None = Field(None, description="directory of run directories (traces)")
     filters: FilterSettings = Field(default_factory=FilterSettings)
     max_samples: int | None = Field(
-        None, ge=1, description="cap on training rows after filtering (seeded draw)"
+        None, ge=1, description="cap on training rows after filtering (per role, seeded, replay included)"
     )
     tasks: str | None = Field(None, description="SimPhone task pattern for demonstrations / preference pairs")
     episodes: int = Field(1, ge=1, description="SimPhone instances per task template")
@@ -83,6 +83,12 @@ class DataOptions(BaseModel):
         description="DPO: the SFT agent's replies at golden states as rejected sides",
     )
     prompt: PromptSettings = Field(default_factory=PromptSettings, description="Worker prompt settings")
+    replay_dir: Path | None = Field(
+        None, description="sft: runs of earlier data (what the base was trained on) to mix back in"
+    )
+    replay_ratio: float = Field(
+        0.0, ge=0.0, description="sft: replayed rows per new row, per role (drawn from replay_dir)"
+    )
     rl: RLOptions | None = Field(None, description="RL (trpo, dgrpo, grpo): environment and iterations")
     overwrite: bool = Field(False, description="replace an existing distill output")
 
@@ -246,20 +252,24 @@ def _text_only(resolved: ResolvedModel) -> bool:
 # -- sft ----------------------------------------------------------------------------------------
 
 
-def _filtered_samples(config: TrainConfig, data: DataOptions, echo: Echo) -> tuple[list[Any], DataSummary]:
+def _filtered_samples(
+    config: TrainConfig, data: DataOptions, echo: Echo, *, runs_dir: Path | None = None
+) -> tuple[list[Any], DataSummary]:
+    """The filtered, capped samples of ``runs_dir`` (default: ``data.runs_dir``) for the role(s)."""
     from agent_runtime.trainers.data.filters import apply_filters
     from agent_runtime.trainers.data.filters.pipeline import default_pipeline
     from agent_runtime.trainers.data.filters.reweight import success_rates
     from agent_runtime.trainers.data.samples import collect_samples
 
-    assert data.runs_dir is not None  # check_sources
+    runs_dir = runs_dir or data.runs_dir
+    assert runs_dir is not None  # check_sources
     roles = role_list(config.role)
-    found = collect_samples(data.runs_dir, roles)
+    found = collect_samples(runs_dir, roles)
     for run_dir, why in found.skipped.items():
         echo(f"skipped run {run_dir}: {why}")
     if not found.samples:
         raise TrainingError(
-            f"no {config.role} calls in {len(found.runs)} run(s) under {data.runs_dir}",
+            f"no {config.role} calls in {len(found.runs)} run(s) under {runs_dir}",
             hint="run the agent (or agent-runtime eval --policy agent) to record traces first",
         )
     rates = success_rates(found.samples)
@@ -296,16 +306,53 @@ def _run_sft(
     from agent_runtime.trainers.data.datasets import build_sft_dataset
     from agent_runtime.trainers.sft_trainer import train_sft
 
-    samples, summary = _filtered_samples(config, data, echo)
+    replaying = data.replay_dir is not None and data.replay_ratio > 0
+    if replaying and data.max_samples is not None:
+        # The cap bounds a role's rows, replayed ones included, so replay does not raise the cost:
+        # new rows get 1 / (1 + ratio) of it, earlier ones the rest.
+        share = max(1, int(data.max_samples / (1 + data.replay_ratio) + 0.5))
+        samples, summary = _filtered_samples(config, data.model_copy(update={"max_samples": share}), echo)
+        summary = summary.model_copy(update={"max_samples": data.max_samples})
+    else:
+        samples, summary = _filtered_samples(config, data, echo)
     if not samples:
         raise TrainingError(
             "every sample was filtered out", hint="see the filter report above; loosen the filters"
         )
+    extra: dict[str, Any] = {}
+    if replaying:
+        samples, extra["replay"] = _with_replay(samples, config, data, echo)
+        summary = summary.model_copy(update={"train_rows": len(samples)})
     advance = track("building the dataset", len(samples))
     dataset = build_sft_dataset(samples, on_row=lambda: advance(1), text_only=_text_only(resolved))
     sft = config if isinstance(config, SFTConfig) else SFTConfig(**config.model_dump())
     echo(f"training {config.role} ({'LoRA' if sft.lora else 'full'}) on {len(dataset)} samples")
-    return summary, train_sft(sft, dataset), {}
+    training = train_sft(sft, dataset)
+    return summary, training, {**extra, **training.extra}
+
+
+def _with_replay(
+    samples: list[Any], config: TrainConfig, data: DataOptions, echo: Echo
+) -> tuple[list[Any], dict[str, Any]]:
+    """``samples`` plus earlier rows of ``data.replay_dir`` (filtered alike), ``replay_ratio`` per
+    new row of each role (:func:`~agent_runtime.trainers.data.datasets.mix_replay`)."""
+    from agent_runtime.trainers.data.datasets import mix_replay
+
+    assert data.replay_dir is not None
+    new_ids = {s.id for s in samples}
+    try:
+        pool, _ = _filtered_samples(
+            config, data.model_copy(update={"max_samples": None}), lambda _t: None, runs_dir=data.replay_dir
+        )
+    except TrainingError as exc:  # nothing to replay is not a fault: train on the new rows alone
+        echo(f"replay: nothing to replay from {data.replay_dir} ({exc.message})")
+        return samples, {"pool": 0, "rows": {}}
+    pool = [s for s in pool if s.id not in new_ids]
+    mixed, counts = mix_replay(
+        samples, pool, ratio=data.replay_ratio, seed=config.seed, role=lambda s: s.role
+    )
+    echo(f"replay: {sum(counts.values())} earlier rows ({data.replay_ratio:g} per new row) from {len(pool)}")
+    return mixed, {"pool": len(pool), "rows": counts, "ratio": data.replay_ratio}
 
 
 # -- dpo ----------------------------------------------------------------------------------------

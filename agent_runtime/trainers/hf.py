@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 from peft import LoraConfig, PeftModel
-from transformers import TrainerCallback
+from transformers import PrinterCallback, TrainerCallback
 
 from agent_runtime.errors import AgentRuntimeError, TrainingError
 from agent_runtime.models.hf import is_text_only, load_model, load_processing_class
@@ -164,6 +164,10 @@ def keep_checkpoints(trainer_dir: Path, dest: Path) -> list[Path]:
 def train_and_save(trainer: Any, cfg: TrainConfig, recorder: LossRecorder) -> TrainingSummary:
     """Train, save the adapter or model (plus processor) to ``cfg.output_dir``, summarise."""
     started = time.perf_counter()
+    if not cfg.progress:
+        # Without a progress bar transformers prints every log dict to stdout (PrinterCallback),
+        # which would corrupt a caller's --json output; the LossRecorder keeps the losses.
+        trainer.remove_callback(PrinterCallback)
     try:
         result = trainer.train()
     except (ValueError, RuntimeError) as exc:

@@ -27,9 +27,10 @@ This module imports ``datasets`` and PIL lazily (inside the builders).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agent_runtime.errors import TrainingError
 
@@ -38,6 +39,61 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
 BATCH = 128
+T = TypeVar("T")
+
+
+def replay_counts(new: dict[str, int], pool: dict[str, int], ratio: float) -> dict[str, int]:
+    """Rows to replay per role: ``ratio · new rows`` of that role (halves round up), at most its pool.
+
+    Replay is per role so a role with much new data cannot crowd another's old data out, and
+    a role with no new rows replays nothing (its adapter weights get no new gradient to undo).
+
+    >>> replay_counts({"worker": 10, "manager": 3}, {"worker": 100, "manager": 2}, 1.5)
+    {'manager': 2, 'worker': 15}
+    >>> replay_counts({"worker": 0}, {"worker": 50, "reflector": 9}, 2.0)
+    {'reflector': 0, 'worker': 0}
+    """
+    if ratio < 0:
+        raise TrainingError(f"replay ratio {ratio} is negative", hint="use 0 (no replay) or more")
+    return {role: min(pool[role], int(ratio * new.get(role, 0) + 0.5)) for role in sorted(pool)}
+
+
+def mix_replay(
+    new: Sequence[T], pool: Sequence[T], *, ratio: float, seed: int, role: Callable[[T], str]
+) -> tuple[list[T], dict[str, int]]:
+    """``new`` plus a seeded draw from ``pool`` (earlier data: what the start was trained on and
+    earlier iterations' rows), :func:`replay_counts` rows per role; also the counts drawn.
+
+    Continuing a converged adapter on a few templates alone moves every weight towards them and
+    away from the rest (the forgetting issue 33 measured); mixing the old rows back keeps the
+    gradient anchored to what the adapter already does. Rows keep their relative order.
+    """
+    by_role: dict[str, list[int]] = {}
+    for i, row in enumerate(pool):
+        by_role.setdefault(role(row), []).append(i)
+    new_counts: dict[str, int] = {}
+    for row in new:
+        new_counts[role(row)] = new_counts.get(role(row), 0) + 1
+    counts = replay_counts(new_counts, {r: len(ix) for r, ix in by_role.items()}, ratio)
+    rng = random.Random(seed)
+    drawn = sorted(i for r, ix in sorted(by_role.items()) for i in rng.sample(ix, counts[r]))
+    return [*new, *(pool[i] for i in drawn)], counts
+
+
+def split_validation(n: int, *, fraction: float, max_rows: int, seed: int) -> tuple[list[int], list[int]]:
+    """(train, validation) row indices: ``min(max_rows, fraction · n)`` rows (halves round up) held aside by
+    a seeded draw, never all of them (at least one row trains). ``fraction`` 0: no validation.
+
+    >>> split_validation(10, fraction=0.2, max_rows=8, seed=0)[1].__len__()
+    2
+    >>> split_validation(10, fraction=0.5, max_rows=3, seed=0)[1].__len__()
+    3
+    >>> split_validation(1, fraction=0.5, max_rows=3, seed=0)
+    ([0], [])
+    """
+    k = min(max_rows, int(fraction * n + 0.5), n - 1) if n > 1 else 0
+    held = set(random.Random(seed).sample(range(n), max(k, 0)))
+    return [i for i in range(n) if i not in held], sorted(held)
 
 
 class PromptSource(Protocol):

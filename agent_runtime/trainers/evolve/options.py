@@ -62,6 +62,11 @@ class EvolveOptions(BaseModel):
         1, ge=0, description="final-test instances per template-held-out template (0: not measured)"
     )
     workers: int = Field(3, ge=1, description="episodes played at once (threads share one engine)")
+    ray: str | None = Field(
+        None,
+        description="SimPhone rollouts and evaluations on Ray: local | auto | HOST:PORT (None: the config's "
+        "[cluster] ray_address, else this machine); online RL keeps its in-process policy here",
+    )
     rollout_temperature: float | None = Field(
         None, ge=0.0, le=2.0, description="sampling temperature of the rollouts (None: the model's own)"
     )

@@ -417,7 +417,7 @@ class Evolution:
             seed=seed,
             workers=self.opts.workers,
             executor="thread",
-            ray=policy.config.cluster.ray_address,  # [cluster]: rollouts and evaluations on Ray
+            ray=self.opts.ray or policy.config.cluster.ray_address,  # --ray, else [cluster]
             on_plan=on_plan,
             on_result=lambda _r: progress["advance"](1),
             distinct=not rollouts,  # held-out instances are different tasks (clustered test, table)

