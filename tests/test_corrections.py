@@ -162,7 +162,7 @@ def test_evolve_runs_the_corrections_stage_on_simphone(tmp_path: Path, tiny_lm_d
     runtime = _tiny_runtime(tiny_lm_dir, tmp_path / "runs")
     opts = EvolveOptions(
         out=tmp_path / "ev", tasks="ClockReachTab", train_episodes=1, eval_episodes=1, workers=1,
-        sft_max_steps=1, sft_batch_size=2,
+        sft_max_steps=1, sft_batch_size=2, replay_ratio=0,  # replay: tests/test_evolve.py
     )  # fmt: skip
     assert "corrections" in opts.stages(1) and "hints" not in opts.stages(1)
     Evolution(opts, runtime).run()
