@@ -9,11 +9,17 @@ runs in its own subprocess (so its peak memory is its own) on the same machine i
 * **batched** — the engine ``run``/``eval`` use now (:mod:`agent_runtime.models.batching`,
   ``precision="fast"``).
 
-Figures per path: single-stream Worker calls with an empty prefix cache (``call_tokens_per_s``:
-completion tokens per second of the whole call; ``decode_tokens_per_s``: after the prompt, from
-a 1-token call's time) and again with the prefix cached (``warm_call_s``); aggregate completion
-tokens/s with 1, 4, 8, 16 concurrent Worker calls (``--batches``; today's path serialises them,
-measured at 1 and 4); runtime steps on SimPhone; ``eval`` episodes per hour with 1 and
+The report starts with ``cpu``: the processor's capability (torch's CPU capability, its flags,
+the measured bfloat16 and 4-bit ratios) and the number formats the engine chose for it
+(:mod:`agent_runtime.models.cpu_formats`); quote it next to the figures.
+
+Figures per path: single-stream Worker calls with an empty prefix cache, split into the prompt's
+prefill (``prefill_s``: a 1-token call) and the decode after it (``decode_tokens_per_s``), and
+whole (``call_s``, ``call_tokens_per_s``), and again with the prefix cached (``warm_call_s``);
+aggregate completion tokens/s with 1, 4, 8, 16 concurrent Worker calls (``--batches``; today's
+path serialises them, measured at 1 and 4); runtime steps on SimPhone (``step_s``); the README's
+task (``readme_task``: ``agent-runtime run "Start a 3-minute timer."``'s configuration, its wall
+time and seconds per step; ``--readme-task 0`` skips it); ``eval`` episodes per hour with 1 and
 ``--eval-workers`` concurrent episodes; the greedy replies (the ratio block counts how many are
 identical); peak RSS. Older single-path options below still work with ``--phase``.
 
@@ -59,6 +65,8 @@ from typing import Any
 from agent_runtime.demo_model import MODEL_REF
 
 TASK = "SettingsToggle"
+#: README command (1)'s goal.
+README_GOAL = "Start a 3-minute timer."
 
 
 def _peak_rss_mb() -> float:
@@ -313,6 +321,38 @@ def _aggregate(prompts: list[str], batch: int, max_tokens: int) -> dict[str, Any
     return {"tokens": sum(counts), "wall_s": round(wall, 2), "tokens_per_s": round(sum(counts) / wall, 1)}
 
 
+def _readme_task(steps: int) -> dict[str, Any]:
+    """README command (1): the demo configuration ``run`` falls back to, on a fresh SimPhone."""
+    from agent_runtime.demo_model import demo_config
+    from agent_runtime.runtime import Runtime
+    from agent_runtime.traces import load_run
+
+    with tempfile.TemporaryDirectory(prefix="demo-readme-") as tmp:
+        cfg = demo_config(Path(tmp))
+        cfg = cfg.model_copy(update={"graph": cfg.graph.model_copy(update={"max_steps": steps})})
+        start = time.perf_counter()
+        result = Runtime(cfg, runs_dir=Path(tmp)).run(README_GOAL)
+        total = time.perf_counter() - start
+        count = len(load_run(result.run_dir).steps)
+    return {
+        "status": result.status,
+        "steps_run": count,
+        "run_s": round(total, 2),
+        "s_per_step": round(total / count, 2) if count else None,
+    }
+
+
+def _cpu_report(engine: Any) -> dict[str, Any]:
+    """The processor's capability and the formats this path's engine packs in (None: unpacked)."""
+    from agent_runtime.models.cpu_formats import detect
+
+    formats = getattr(engine, "formats", None)
+    return {
+        "capability": detect().model_dump(mode="json"),
+        "formats": None if formats is None else formats.model_dump(mode="json"),
+    }
+
+
 def _eval_rate(workers: int, max_tokens: int) -> dict[str, Any]:
     from agent_runtime.evaluation import AgentPolicy, evaluate
 
@@ -344,12 +384,15 @@ def phase(name: str, args: argparse.Namespace) -> dict[str, Any]:
     out["aggregate"] = {str(b): _aggregate(prompts, b, args.max_tokens) for b in batches}
     if args.steps > 0:
         out.update(runtime_steps(MODEL_REF, args.max_tokens, args.steps))
+    if args.readme_task > 0:
+        out["readme_task"] = _readme_task(args.readme_task)
     if args.eval_workers > 0:
         out["eval_1"] = _eval_rate(1, args.max_tokens)
         if name == "batched":
             out[f"eval_{args.eval_workers}"] = _eval_rate(args.eval_workers, args.max_tokens)
     out["peak_rss_mb"] = _peak_rss_mb()
     engine = _engine()
+    out["cpu"] = _cpu_report(engine)
     if engine._batcher is not None:
         out["batcher_stats"] = dict(engine._batcher.stats)
     return out
@@ -368,12 +411,16 @@ def side_by_side(args: argparse.Namespace) -> dict[str, Any]:
             raise SystemExit(f"the {name} phase failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
         report[name] = json.loads(done.stdout.strip().splitlines()[-1])
     today, new = report["today"], report["batched"]
+    report["cpu"] = new.pop("cpu")
+    today.pop("cpu")
+    print(_describe_cpu(report["cpu"]), file=sys.stderr, flush=True)
     same = sum(a == b for a, b in zip(today["single"]["replies"], new["single"]["replies"], strict=True))
     ratio: dict[str, Any] = {
         "call_tokens_per_s": _ratio(new["single"]["call_tokens_per_s"], today["single"]["call_tokens_per_s"]),
         "decode_tokens_per_s": _ratio(
             new["single"]["decode_tokens_per_s"], today["single"]["decode_tokens_per_s"]
         ),
+        "prefill_s": _ratio(today["single"]["prefill_s"], new["single"]["prefill_s"]),
         "identical_greedy_replies": f"{same}/{len(today['single']['replies'])}",
     }
     agg = new["aggregate"]
@@ -384,6 +431,8 @@ def side_by_side(args: argparse.Namespace) -> dict[str, Any]:
             ratio[f"aggregate_{b}"] = _ratio(fig["tokens_per_s"], today["aggregate"][b]["tokens_per_s"])
     if today.get("step_s") and new.get("step_s"):
         ratio["step_s"] = _ratio(today["step_s"], new["step_s"])
+    if "readme_task" in today and "readme_task" in new:
+        ratio["readme_task_s"] = _ratio(today["readme_task"]["run_s"], new["readme_task"]["run_s"])
     if "eval_1" in today:
         key = f"eval_{args.eval_workers}"
         ratio["eval_episodes_per_hour"] = _ratio(
@@ -393,6 +442,15 @@ def side_by_side(args: argparse.Namespace) -> dict[str, Any]:
     for side in (today, new):
         side["single"].pop("replies")
     return report
+
+
+def _describe_cpu(cpu: dict[str, Any]) -> str:
+    from agent_runtime.models.cpu_formats import CpuCapability, KernelFormats
+
+    line = f"processor: {CpuCapability.model_validate(cpu['capability']).describe()}"
+    if cpu["formats"] is not None:
+        line += f"\nformats: {KernelFormats.model_validate(cpu['formats']).describe()}"
+    return line
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -409,6 +467,7 @@ def _passthrough(args: argparse.Namespace) -> list[str]:
         f"--batches={','.join(map(str, args.batches))}",
         f"--today-max-batch={args.today_max_batch}",
         f"--eval-workers={args.eval_workers}",
+        f"--readme-task={args.readme_task}",
     ]
 
 
@@ -434,6 +493,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--today-max-batch", type=int, default=4, help="largest batch timed on today's path")
     parser.add_argument("--eval-workers", type=int, default=3, help="concurrent eval episodes (0: skip eval)")
+    parser.add_argument(
+        "--readme-task", type=int, default=15, help="step budget of the README's task (0: skip it)"
+    )
     args = parser.parse_args(argv)
 
     import torch

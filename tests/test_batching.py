@@ -126,6 +126,30 @@ def test_a_shared_prefix_is_reused_and_changes_nothing(tiny_lm_dir):
     engine.close()
 
 
+def test_requests_arriving_together_prefill_their_shared_prefix_once(tiny_lm_dir):
+    reference = _engine(tiny_lm_dir, batching=False)
+    prompts = PROMPTS[:2] * 2  # the two share the template and first words
+    want = [reference.chat(_request(p, return_token_ids=True)).choices[0].token_ids for p in prompts]
+    engine = _engine(tiny_lm_dir)
+    batcher = engine._batcher_for_model()
+    results: list[Any] = [None] * len(prompts)
+
+    def call(i: int) -> None:
+        results[i] = engine.chat(_request(prompts[i], return_token_ids=True)).choices[0].token_ids
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(prompts))]
+    with engine._lock:  # the scheduler waits: every request is queued before the first is prefilled
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+    for t in threads:
+        t.join(timeout=120)
+    assert results == want
+    # a fresh engine has no finished rows: the prefixes came from running sequences' prompts
+    assert batcher.stats["reused_tokens"] >= 3 * 8, batcher.stats
+    engine.close()
+
+
 def test_rollout_logprobs_are_the_trainers_and_dropout_is_off(tiny_lm_dir):
     """On-policy: the engine's behaviour log-probs equal the trainer's scoring forward (ratio 1),
     with a LoRA adapter whose dropout would act in train mode."""
@@ -263,28 +287,33 @@ def test_two_adapters_at_once_each_get_their_own_weights(tiny_lm_dir, tmp_path):
 def test_fast_weights_keep_a_4bit_grid_and_stay_close_to_the_model(tiny_lm_dir):
     import torch
 
+    from agent_runtime.models.cpu_formats import KernelFormats
     from agent_runtime.models.decoder import SlotDecoder, _Packed
 
+    native = KernelFormats(matmul="bfloat16", int4_decode=True, reason="test")
     gen = torch.Generator().manual_seed(0)
     levels = torch.randint(0, 16, (48, 64), generator=gen).float()
     levels[:, 0::32], levels[:, 1::32] = 0, 15  # as GGUF's Q4_1: each group's minimum and maximum
     scale = torch.rand(48, 2, generator=gen) * 0.01 + 0.001
     low = -torch.rand(48, 2, generator=gen) * 0.05
     on_grid = (levels.view(48, 2, 32) * scale[..., None] + low[..., None]).view(48, 64)
-    packed = _Packed(on_grid, None)
+    packed = _Packed([on_grid], None, native)
     assert packed.int4 is not None
     x = torch.randn(3, 64, generator=gen)
     exact = x @ on_grid.T
-    got = packed(x.to(torch.bfloat16)).float()
+    got = packed(x)
     assert torch.allclose(got, exact, rtol=2e-2, atol=2e-2 * float(exact.abs().max()))
-    assert _Packed(torch.randn(48, 64, generator=gen), None).int4 is None  # off the grid: bfloat16
+    assert _Packed([torch.randn(48, 64, generator=gen)], None, native).int4 is None  # off the grid
+    assert _Packed([on_grid, torch.randn(16, 64, generator=gen)], None, native).int4 is None  # one off
+    no_int4 = native.model_copy(update={"int4_decode": False})
+    assert _Packed([on_grid], None, no_int4).int4 is None  # the formats said no 4-bit kernel
 
     engine = _engine(tiny_lm_dir, batching=False)
     ids = engine.tokenizer(PROMPTS[0])["input_ids"]
     with torch.inference_mode():
         want = engine.model(input_ids=torch.tensor([ids])).logits[0, -1].float()
     for precision, tolerance in (("exact", 1e-4), ("fast", 5e-2)):
-        decoder = SlotDecoder(engine.model, precision)  # type: ignore[arg-type]
+        decoder = SlotDecoder(engine.model, precision, native)  # type: ignore[arg-type]
         got = decoder.prefill(0, ids, 0, None)
         assert float((got - want).abs().max()) <= tolerance * max(1.0, float(want.abs().max()))
 

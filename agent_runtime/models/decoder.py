@@ -14,15 +14,21 @@ Two ways to hold the weights (:class:`Precision`):
   them, the MLP) in the model's dtype, so the log-probabilities it reports are the trainer's
   forward pass to float rounding: the online-RL rollouts sample from it and their on-policy
   importance ratio stays 1. The LoRA weights are read live: an optimizer step is seen at once.
-* ``"fast"`` (frozen weights: ``run``, ``eval``, ``serve``) packs them for a memory-bound CPU
-  decode. A projection whose weights lie on a 4-bit grid of 32-wide groups (a GGUF Q4 base such
-  as the demo model's, dequantised) is kept as 4 bits — the base's own values — and multiplied
-  with ``_weight_int4pack_mm_for_cpu``; any other weight is bfloat16. A LoRA adapter is applied
-  beside the packed base (its two small matrices per projection, scaling folded in), never
-  merged into it, so the base stays on its grid. Activations enter the matrix products as
-  bfloat16; the residual stream, norms and softmax stay float32. Greedy decisions are those of
-  the float model except where two candidates are within bfloat16 rounding of each other
-  (``benchmarks/demo_model.py`` counts agreement).
+* ``"fast"`` (frozen weights: ``run``, ``eval``, ``serve``) packs them for the CPU it runs on, in
+  the number formats :mod:`agent_runtime.models.cpu_formats` chose for that processor
+  (:class:`~agent_runtime.models.cpu_formats.KernelFormats`). Dense products (prefill, and decode
+  products of other weights) run in ``formats.matmul``: bfloat16 where the processor has it
+  natively, else float32 — then the packs *are* the model's own float32 weights (one product per
+  projection), so the fast path holds no second dense copy. With ``formats.int4_decode``, a
+  projection whose weights lie on a 4-bit grid of 32-wide groups (a GGUF Q4 base such as the
+  demo model's, dequantised) is also kept as 4 bits — the base's own values — and decode steps
+  multiply it with
+  ``_weight_int4pack_mm_for_cpu`` (bfloat16 activations in: that kernel's fast path). A LoRA
+  adapter is applied beside the packed base (its two small matrices per projection, scaling
+  folded in, float32), never merged into it, so the base stays on its grid. The residual stream,
+  norms, softmax and the cache stay float32. Greedy decisions are those of the float model except
+  where two candidates are within bfloat16 rounding of each other (``benchmarks/demo_model.py``
+  counts agreement); with float32 products and no 4-bit grid they are the float model's.
 
 Supported: decoder layers of the Llama shape (``llama``, ``qwen2``, ``qwen3``, ``mistral`` text
 models: RMSNorm, rotary positions of a fixed table, grouped-query attention, a gated SiLU MLP).
@@ -34,11 +40,16 @@ This module imports torch at import time; import it lazily.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F  # noqa: N812 - the usual name
+
+from agent_runtime.models.cpu_formats import KernelFormats
 
 Precision = Literal["exact", "fast"]
 PRECISIONS: tuple[Precision, ...] = ("exact", "fast")
@@ -47,10 +58,14 @@ _MODEL_TYPES = {"llama", "qwen2", "qwen3", "mistral"}
 _STATIC_ROPE = {None, "default", "linear", "llama3", "yarn"}
 #: 4-bit groups along the input dimension (GGUF's Q4_0/Q4_1 block size).
 GROUP = 32
-#: Products over at most this many rows (decode steps) use the 4-bit pack; more (prefill) bfloat16.
+#: Products over at most this many rows (decode steps) use the 4-bit pack; more (prefill) dense.
 _PACKED_ROWS = 16
+#: Rows of a weight checked for a 4-bit grid at a time (:func:`_on_int4_grid`).
+_GRID_ROWS = 1024
 #: Rows of the cache grow in steps of this many positions.
 _CAP_STEP = 256
+#: The cache grows by this many rows at a time (each growth reallocates every layer).
+_ROW_STEP = 4
 
 
 def inner_model(model: Any) -> Any:
@@ -98,46 +113,71 @@ def _on_int4_grid(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tor
     such a grid exactly (to float rounding), else None.
 
     The grid is read as GGUF's Q4_1 writes it: a group's minimum is level 0 and its maximum
-    level 15 (a weight quantised otherwise is kept in bfloat16, never re-quantised).
+    level 15 (a weight quantised otherwise is kept dense, never re-quantised). Rows are checked a
+    block at a time, so the temporaries stay small (peak memory) and a weight off the grid (the
+    output layer) is rejected at its first block.
     """
     out, width = weight.shape
     if width % GROUP:
         return None
-    w = weight.detach().float().reshape(out, width // GROUP, GROUP)
-    low = w.amin(-1)
-    scale = (w.amax(-1) - low) / 15
-    safe = torch.where(scale > 0, scale, torch.ones_like(scale))
-    levels = torch.round((w - low[..., None]) / safe[..., None]).clamp(0, 15)
-    rebuilt = levels * scale[..., None] + low[..., None]
-    if bool(((rebuilt - w).abs() > 1e-4 * safe[..., None] + 1e-7).any()):
-        return None
-    return levels.reshape(out, width).to(torch.int32), scale, low
+    parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+    for first in range(0, out, _GRID_ROWS):
+        w = weight[first : first + _GRID_ROWS].detach().float().reshape(-1, width // GROUP, GROUP)
+        low = w.amin(-1)
+        scale = (w.amax(-1) - low) / 15
+        safe = torch.where(scale > 0, scale, torch.ones_like(scale))
+        levels = torch.round((w - low[..., None]) / safe[..., None]).clamp(0, 15)
+        rebuilt = levels * scale[..., None] + low[..., None]
+        if bool(((rebuilt - w).abs() > 1e-4 * safe[..., None] + 1e-7).any()):
+            return None
+        parts.append((levels.reshape(-1, width).to(torch.int32), scale, low))
+    levels, scale, low = (torch.cat([p[k] for p in parts]) for k in range(3))
+    return levels, scale, low
 
 
 class _Packed:
-    """A frozen projection ``y = x Wᵀ (+ b)`` stored for fast CPU products.
+    """Frozen projections of one input, ``y = x [W₁ W₂ …]ᵀ (+ b)``, stored for fast CPU products,
+    float32 in and out.
 
-    Decode steps (a few rows) read the 4-bit pack when the weight has one: they are bound by
-    memory traffic. Prefill (hundreds of rows) is bound by arithmetic, where a bfloat16 matrix
-    product is faster than unpacking 4 bits per tile, so a bfloat16 copy serves it.
+    Decode steps (a few rows) read the 4-bit pack (all projections in one) when the weights have
+    one and the formats use it: they are bound by memory traffic. Prefill (hundreds of rows) is
+    bound by arithmetic, where a dense product is faster than unpacking 4 bits per tile; it runs
+    in ``formats.matmul``. In float32 the dense weights are the model's own tensors, one product
+    each (their outputs concatenated): a concatenated copy would double the resident weights, as
+    a model loaded from safetensors keeps its file's pages mapped.
     """
 
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
-        grid = _on_int4_grid(weight)
-        self.bias = None if bias is None else bias.detach().to(torch.bfloat16)
-        self.weight = weight.detach().to(torch.bfloat16).contiguous()
+    def __init__(
+        self, weights: list[torch.Tensor], bias: torch.Tensor | None, formats: KernelFormats
+    ) -> None:
+        self.dtype = torch.bfloat16 if formats.matmul == "bfloat16" else torch.float32
+        weights = [w.detach() for w in weights]
+        if self.dtype == torch.float32 and all(w.dtype == torch.float32 for w in weights):
+            self.dense = [w.contiguous() for w in weights]
+        else:
+            self.dense = [torch.cat([w.to(self.dtype) for w in weights]).contiguous()]
+        self.bias = None if bias is None else bias.detach().to(self.dtype)
         self.int4: torch.Tensor | None = None
-        if grid is not None:
-            levels, scale, low = grid
+        grids = [_on_int4_grid(w) for w in weights] if formats.int4_decode else [None]
+        if all(g is not None for g in grids):
+            levels, scale, low = (torch.cat([g[k] for g in grids if g is not None]) for k in range(3))
             self.int4 = torch.ops.aten._convert_weight_to_int4pack_for_cpu(levels.contiguous(), 1)
             # The kernel computes (level - 8) * scale + zero: zero = low + 8 * scale.
             self.scales = torch.stack([scale.T, (low + 8 * scale).T], -1).contiguous().to(torch.bfloat16)
+            self.int4_bias = None if bias is None else bias.detach().float()
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """``x``: (N, in) float32 → (N, out) float32."""
         if self.int4 is not None and x.shape[0] <= _PACKED_ROWS:
-            y = torch.ops.aten._weight_int4pack_mm_for_cpu(x, self.int4, GROUP, self.scales)
-            return y if self.bias is None else y + self.bias
-        return F.linear(x, self.weight, self.bias)
+            y = torch.ops.aten._weight_int4pack_mm_for_cpu(
+                x.to(torch.bfloat16), self.int4, GROUP, self.scales
+            ).float()
+            return y if self.int4_bias is None else y + self.int4_bias
+        xd = x.to(self.dtype)
+        if len(self.dense) == 1:
+            return F.linear(xd, self.dense[0], self.bias).float()
+        y = torch.cat([F.linear(xd, w) for w in self.dense], -1)
+        return (y if self.bias is None else y + self.bias).float()
 
 
 def _lora_parts(module: Any, adapter: str | None) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -155,19 +195,19 @@ def _base_of(module: Any) -> Any:
     return getattr(module, "base_layer", module)
 
 
-def _pack(bases: list[Any]) -> _Packed:
-    """The frozen base projections of one input, concatenated along their outputs."""
-    weight = torch.cat([b.weight.detach().float() for b in bases])
+def _pack(bases: list[Any], formats: KernelFormats) -> _Packed:
+    """The frozen base projections of one input, packed as one (:class:`_Packed`)."""
+    weights = [b.weight for b in bases]
     biases = [b.bias for b in bases]
     if all(b is None for b in biases):
-        return _Packed(weight, None)
+        return _Packed(weights, None, formats)
     bias = torch.cat(
         [
             b.detach().float() if b is not None else torch.zeros(m.weight.shape[0])
             for b, m in zip(biases, bases, strict=True)
         ]
     )
-    return _Packed(weight, bias)
+    return _Packed(weights, bias, formats)
 
 
 class _Fused:
@@ -196,7 +236,7 @@ class _Fused:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """``x``: (N, in) float32 → (N, out) float32."""
-        y = self.base(x.to(torch.bfloat16)).float()
+        y = self.base(x)
         if self.lora_a is not None:
             y = torch.addmm(y, F.linear(x, self.lora_a), self.lora_bt)
         return y
@@ -217,8 +257,22 @@ class _FastLayer:
 # --- the cache --------------------------------------------------------------------------------
 
 
+def _return_freed_memory() -> None:
+    """Hand the heap pages a cache growth freed back to the OS. glibc keeps freed blocks below its
+    (adaptive) mmap threshold for reuse, and the process's resident memory counts them: without
+    this, growing a 16-sequence cache held the old and the new cache at once (~0.5 GB more)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 class KVRows:
-    """Keys and values per layer, one row per sequence, grown on demand (rows and positions)."""
+    """Keys and values per layer, one row per sequence, grown on demand (rows and positions).
+
+    ``k[layer]`` and ``v[layer]`` are (rows, kv_heads, positions, head_dim). Each layer is its own
+    tensor so that growing reallocates one layer at a time, returning the old one to the OS
+    before the next: the peak memory of a growth is the cache plus one layer, not twice the cache.
+    """
 
     def __init__(
         self,
@@ -233,35 +287,42 @@ class KVRows:
         self.device = device
         self.rows = 0
         self.cap = 0
-        self.k = torch.empty(0)
-        self.v = torch.empty(0)
+        self.k: list[torch.Tensor] = []
+        self.v: list[torch.Tensor] = []
 
     def reserve(self, rows: int, positions: int) -> None:
         """At least ``rows`` rows of ``positions`` positions, keeping what is stored."""
         if rows <= self.rows and positions <= self.cap:
             return
-        new_rows = max(rows, self.rows)
+        new_rows = max(self.rows, -(-rows // _ROW_STEP) * _ROW_STEP)
         new_cap = max(self.cap, -(-positions // _CAP_STEP) * _CAP_STEP)
         layers, heads, dim = self.shape
-        k = torch.zeros(layers, new_rows, heads, new_cap, dim, dtype=self.dtype, device=self.device)
-        v = torch.zeros_like(k)
-        if self.rows:
-            k[:, : self.rows, :, : self.cap] = self.k
-            v[:, : self.rows, :, : self.cap] = self.v
-        self.k, self.v, self.rows, self.cap = k, v, new_rows, new_cap
+        for store in (self.k, self.v):
+            for i in range(layers):
+                grown = torch.zeros(new_rows, heads, new_cap, dim, dtype=self.dtype, device=self.device)
+                if i < len(store):
+                    grown[: self.rows, :, : self.cap] = store[i]
+                    store[i] = grown
+                    _return_freed_memory()  # the old layer, before the next one is allocated
+                else:
+                    store.append(grown)
+        self.rows, self.cap = new_rows, new_cap
+
+    def _tensors(self) -> list[torch.Tensor]:
+        return [*self.k, *self.v]
 
     def swap(self, a: int, b: int, length: int) -> None:
         """Exchange the first ``length`` positions of rows ``a`` and ``b``."""
         if a == b or length <= 0:
             return
-        for t in (self.k, self.v):
-            held = t[:, a, :, :length].clone()
-            t[:, a, :, :length] = t[:, b, :, :length]
-            t[:, b, :, :length] = held
+        for t in self._tensors():
+            held = t[a, :, :length].clone()
+            t[a, :, :length] = t[b, :, :length]
+            t[b, :, :length] = held
 
     def copy(self, src: int, dst: int, length: int) -> None:
-        for t in (self.k, self.v):
-            t[:, dst, :, :length] = t[:, src, :, :length]
+        for t in self._tensors():
+            t[dst, :, :length] = t[src, :, :length]
 
 
 # --- the decoder ------------------------------------------------------------------------------
@@ -270,7 +331,11 @@ class KVRows:
 class SlotDecoder:
     """Prefill one sequence into a cache row; decode one token for rows ``0 .. B-1``."""
 
-    def __init__(self, model: Any, precision: Precision = "exact") -> None:
+    def __init__(
+        self, model: Any, precision: Precision = "exact", formats: KernelFormats | None = None
+    ) -> None:
+        """``formats``: the fast path's number formats; None asks this processor
+        (:func:`agent_runtime.models.cpu_formats.current`, measured once per machine)."""
         why = supports(model)
         if why is not None:
             raise ValueError(f"the batched decoder cannot run this model: {why}")
@@ -280,6 +345,11 @@ class SlotDecoder:
         self.device = first.device
         # packed 4-bit products are CPU kernels: elsewhere the model's own modules run
         self.precision: Precision = precision if self.device.type == "cpu" else "exact"
+        if formats is None and self.precision == "fast":
+            from agent_runtime.models.cpu_formats import current
+
+            formats = current()
+        self.formats = formats
         cfg = self.lm.config
         body = self.lm.model
         self.heads = int(cfg.num_attention_heads)
@@ -335,7 +405,8 @@ class SlotDecoder:
         bases = [_base_of(m) for m in modules]
         key = tuple(id(b) for b in bases)
         if key not in self._packs:
-            self._packs[key] = _pack(bases)
+            assert self.formats is not None  # set whenever the precision is "fast"
+            self._packs[key] = _pack(bases, self.formats)
         return _Fused(modules, adapter, self._packs[key])
 
     def forget_adapter(self, adapter: str | None) -> None:
@@ -442,10 +513,10 @@ class SlotDecoder:
             q, k = self._head_norms(i, q.reshape(n, self.heads, self.head_dim), k.reshape(kv_shape), adapter)
             q = self._rotate(q[None], cos, sin)[0].to(self.dtype)
             k = self._rotate(k[None], cos, sin)[0].to(self.dtype)
-            self.cache.k[i, row, :, start:total] = k.transpose(0, 1)
-            self.cache.v[i, row, :, start:total] = v.reshape(kv_shape).to(self.dtype).transpose(0, 1)
-            keys = self.cache.k[i, row, :, :total]
-            values = self.cache.v[i, row, :, :total]
+            self.cache.k[i][row, :, start:total] = k.transpose(0, 1)
+            self.cache.v[i][row, :, start:total] = v.reshape(kv_shape).to(self.dtype).transpose(0, 1)
+            keys = self.cache.k[i][row, :, :total]
+            values = self.cache.v[i][row, :, :total]
             out = F.scaled_dot_product_attention(
                 q.transpose(0, 1)[None],
                 keys[None],
@@ -481,14 +552,14 @@ class SlotDecoder:
             q, k = self._head_norms(i, q, k, adapter)
             q = self._rotate(q, cos, sin).to(self.dtype)
             k = self._rotate(k, cos, sin).to(self.dtype)
-            self.cache.k[i, rows, :, pos] = k[:, :, 0]
-            self.cache.v[i, rows, :, pos] = v.reshape(batch, self.kv_heads, self.head_dim).to(self.dtype)
+            self.cache.k[i][rows, :, pos] = k[:, :, 0]
+            self.cache.v[i][rows, :, pos] = v.reshape(batch, self.kv_heads, self.head_dim).to(self.dtype)
             # One query position per sequence: the group's query heads play the query length,
             # so each key/value head is read once (no repeat) and no causal mask is needed.
             out = F.scaled_dot_product_attention(
                 q,
-                self.cache.k[i, :batch, :, :longest],
-                self.cache.v[i, :batch, :, :longest],
+                self.cache.k[i][:batch, :, :longest],
+                self.cache.v[i][:batch, :, :longest],
                 attn_mask=mask,
                 scale=self.scaling,
             )  # (B, KV, group, d)

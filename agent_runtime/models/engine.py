@@ -31,9 +31,11 @@ integration; a request selects one by naming it as ``model``.
 decoded by a :class:`~agent_runtime.models.batching.Batcher`: concurrent calls share one forward
 per token, a finished prompt's cache is reused by the next prompt that starts the same way, and
 ``precision`` picks the weights (:mod:`agent_runtime.models.decoder`): ``"exact"`` (the model's
-own modules: the trainers, online-RL rollouts, IRR) or ``"fast"`` (frozen 4-bit/bfloat16 packs:
-``run``, ``eval``, ``serve --precision fast``). Other models (vision-language ones included)
-keep transformers' ``generate``, one request at a time.
+own modules: the trainers, online-RL rollouts, IRR) or ``"fast"`` (frozen packs: ``run``, ``eval``,
+``serve --precision fast``). The fast packs' number formats are decided when the engine starts, by
+what the processor can do (:mod:`agent_runtime.models.cpu_formats`: float32 products where bfloat16
+would be emulated, the 4-bit decode kernel where it wins); ``formats`` overrides that. Other models
+(vision-language ones included) keep transformers' ``generate``, one request at a time.
 
 This module imports torch at import time; import it lazily.
 """
@@ -52,6 +54,7 @@ from transformers.convert_slow_tokenizer import bytes_to_unicode
 
 from agent_runtime.errors import ModelError
 from agent_runtime.models.cancel import CANCEL_POLL_S, current_cancel, raise_if_cancelled
+from agent_runtime.models.cpu_formats import KernelFormats, current
 from agent_runtime.models.decoder import Precision
 from agent_runtime.models.gguf import default_served_name, resolve_model_dir
 from agent_runtime.models.hf import (
@@ -152,6 +155,7 @@ class TransformersEngine:
         precision: Precision = "exact",
         batching: bool = True,
         max_batch: int | None = None,
+        formats: KernelFormats | None = None,
     ) -> None:
         self.source = str(path)
         self.precision: Precision = precision
@@ -177,6 +181,16 @@ class TransformersEngine:
             self.processor = load_processor(self.path)
             self.tokenizer = self.processor.tokenizer
         self.model = load_model(self.path, device_map=device_map, dtype=dtype)
+        #: The fast packs' number formats (module docstring); None where nothing is packed.
+        self.formats: KernelFormats | None = formats
+        if (
+            formats is None
+            and precision == "fast"
+            and batching
+            and self.text_only
+            and self.model.device.type == "cpu"
+        ):
+            self.formats = current()
         self.context_length = context_length(self.model.config)  # tokens; prompts beyond it are a 400
         self.adapters: dict[str, str] = {}
         self._lock = threading.RLock()  # re-entered: the batcher steps under it
@@ -345,7 +359,7 @@ class TransformersEngine:
             if self._batcher is not None:
                 self._batcher.close()
             self._batcher = Batcher(
-                SlotDecoder(self.model, self.precision),
+                SlotDecoder(self.model, self.precision, self.formats),
                 end_ids=self._end_ids,
                 decode_text=self._decode_locked,
                 activate=self._activate_for_batch,
