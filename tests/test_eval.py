@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import sys
@@ -23,14 +24,22 @@ from agent_runtime.evaluation import (
     wilson_interval,
 )
 from agent_runtime.simphone.tasks import QuestionTask, Task, registry
+from agent_runtime.simphone.tasks.typed_answers import list_items, parse_dates
 from tests.doubles import ScriptedOpenAIServer, manager_reply, notetaker_reply, worker_reply
 
 runner = CliRunner()
 
 
 def wrong_answer(task: QuestionTask) -> str:
-    """A near miss of the expected answer, of the same kind."""
+    """A near miss of the expected answer, of the same kind (a date a day off, a list one item short:
+    "not May 5" names May 5, which a date check rightly reads as the date given)."""
     expected = task.expected_answer()
+    if task.match == "date":
+        (year, month, day), *_ = parse_dates(expected)
+        return (dt.date(year or 2025, month, day) + dt.timedelta(days=1)).isoformat()
+    if task.match == "list":
+        items = sorted(list_items(expected))
+        return ", ".join(items[:-1]) if len(items) > 1 else f"{items[0]}, {items[0]} 2"
     if task.match == "number":
         return str(float(re.sub(r"[^\d.]", "", expected)) + 1)
     if task.match == "phone":
@@ -239,7 +248,8 @@ def test_cli_eval_json_oracle_reaches_one():
         3,
     )
     assert data["success_rate"] == 1.0 and data["failures"] == [], data["failures"]
-    assert set(data["per_task"]) == set(registry()) and len(data["per_app"]) == 9
+    apps = {cls.app_names[0] for cls in registry().values()}
+    assert set(data["per_task"]) == set(registry()) and set(data["per_app"]) == apps and len(apps) >= 14
     # --json keeps stdout one object; progress goes to stderr, a line per finished episode.
     progress = [line for line in res.stderr.splitlines() if line.startswith("[")]
     assert len(progress) == 3 * len(registry()), res.stderr[-2000:]

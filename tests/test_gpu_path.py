@@ -4,6 +4,7 @@ advance, the rows and their paired tests, and the deadline that keeps partial ro
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 import time
 from pathlib import Path
@@ -12,7 +13,13 @@ import pytest
 
 from agent_runtime.evaluation.report import EpisodeResult
 from agent_runtime.simphone.tasks import make_task, registry, select
-from agent_runtime.simphone.tasks.registry import TEMPLATE_HELDOUT, held_out_part, split_of
+from agent_runtime.simphone.tasks.batches import ORIGINAL, TEMPLATE_BATCHES
+from agent_runtime.simphone.tasks.registry import (
+    TEMPLATE_HELDOUT,
+    held_out_part,
+    held_out_templates,
+    split_of,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("gpu_table", ROOT / "benchmarks" / "gpu" / "table.py")
@@ -22,12 +29,24 @@ sys.modules["gpu_table"] = table
 spec.loader.exec_module(table)
 
 
-def test_the_rule_gives_the_registry_held_out_templates_one_or_two_per_app() -> None:
-    held = table.held_out_templates(select(None))
-    assert held == sorted(TEMPLATE_HELDOUT)
+def test_the_plan_holds_out_the_registry_rule_per_batch_in_every_app(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table's plan holds out the registry's templates (the rule per batch, one copy of it):
+    one or two of each of the first nine apps, one to three of each later app (Email has 13
+    templates in its batch's name order, so every 5th takes three)."""
+    monkeypatch.setattr(sys, "argv", ["table.py", "plan"])
+    table.main()
+    held = json.loads(capsys.readouterr().out)["held_out"]
+    assert (
+        held == sorted(TEMPLATE_HELDOUT) == sorted(n for b in TEMPLATE_BATCHES for n in held_out_templates(b))
+    )
+    assert not hasattr(table, "held_out_templates")  # no second copy of the rule
     apps = {name: registry()[name].app_names[0] for name in select(None)}
     per_app = {app: sum(1 for n in held if apps[n] == app) for app in set(apps.values())}
-    assert all(1 <= k <= 2 for k in per_app.values()), per_app
+    assert len(per_app) == 17 and all(1 <= k <= 3 for k in per_app.values()), per_app
+    first_nine = {apps[n] for n in ORIGINAL}
+    assert len(first_nine) == 9 and all(per_app[app] <= 2 for app in first_nine), per_app
 
 
 def test_the_final_plan_takes_distinct_final_instances_and_names_the_short_templates() -> None:

@@ -178,7 +178,7 @@ def test_cli_writes_demos_and_rejects_bad_options(tmp_path):
             "simphone",
             "demos",
             "--tasks",
-            "SettingsToggle",
+            "SettingsBrightness",  # not template-held-out: demos leave those out unless asked
             "--out",
             str(tmp_path),
             "--json",

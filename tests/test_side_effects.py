@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from agent_runtime.actions import Action, Click, OpenApp
+from agent_runtime.config import GraphConfig, RoleConfig, RuntimeConfig
+from agent_runtime.device import Device
 from agent_runtime.errors import TaskError
-from agent_runtime.evaluation.episode import ExpertPolicy
+from agent_runtime.evaluation.episode import ExpertPolicy, Outcome
 from agent_runtime.evaluation.harness import run_episode
 from agent_runtime.evaluation.report import EvalReport
+from agent_runtime.runtime import RunResult, Runtime
 from agent_runtime.simphone import SimPhone
 from agent_runtime.simphone.app import App
 from agent_runtime.simphone.apps import APP_CLASSES
 from agent_runtime.simphone.state import app_key, covers, diff
 from agent_runtime.simphone.tasks import Task, make_task, registry, task_instances
 from agent_runtime.simphone.tasks.base import Judgement
+from tests.doubles import ScriptedChatModel, gui_owl_reply
 
 
 def _solved(task: Task) -> tuple[SimPhone, dict, str | None]:
@@ -42,7 +49,7 @@ def _unrelated_change(app: App) -> None:
             setattr(state, f.name, not value)
             return
         if isinstance(value, int | str):
-            setattr(state, f.name, value + type(value)(1 if isinstance(value, int) else "!"))
+            setattr(state, f.name, value + 1 if isinstance(value, int) else f"{value}!")
             return
     raise AssertionError(f"{app.package} has no data a test can change")
 
@@ -65,6 +72,37 @@ def test_the_oracle_solves_every_template_on_both_splits_without_side_effects() 
             if not judged.success:
                 failures.append(f"{name}/{task.seed}: goal {judged.goal_score}, {judged.reason}")
     assert not failures, "\n".join(failures)
+
+
+#: Templates whose goal spans two or more apps.
+ACROSS = [name for name, cls in registry().items() if len(cls.app_names) > 1]
+
+
+def test_templates_across_apps_declare_only_what_the_goal_changes() -> None:
+    """Not the default footprint (every named app's data): a cross-app goal reads one app and
+    writes a few records of another, so a whole app in its footprint would hide side effects."""
+    assert len(ACROSS) >= 20
+    for name in ACROSS:
+        task = make_task(name, 0)
+        apps = [app_key(label) for label in task.app_names]
+        whole = [p for p in task.may_change() for key in apps if covers(p, f"apps.{key}")]
+        assert not whole, f"{name} may change all of {whole}"
+        assert all(p.split(".")[1] in apps for p in task.may_change()), (name, task.may_change())
+
+
+@pytest.mark.parametrize("name", ACROSS)
+def test_a_cross_app_goal_fails_when_an_app_it_only_reads_changes(name: str) -> None:
+    (task,) = task_instances([name], split="all")
+    phone, before, answer = _solved(task)
+    assert task.judge(phone, answer, before).success
+    written = {p.split(".")[1] for p in task.may_change()}
+    read = [cls for cls in APP_CLASSES if cls.label in task.app_names and app_key(cls.label) not in written]
+    assert read, f"{name} writes every app it names"
+    for app_cls in read:
+        _unrelated_change(phone.app(app_cls.package))
+        judged = task.judge(phone, answer, before)
+        assert judged.goal_score == 1.0 and not judged.success, (name, app_cls.label)
+        assert f"apps.{app_key(app_cls.label)}." in judged.reason
 
 
 def _task_away_from(app: type[App]) -> Task:
@@ -146,7 +184,8 @@ class _DeletesAContact:
 
     name = "careless"
 
-    def __call__(self, task: Task, device: SimPhone):  # type: ignore[no-untyped-def]
+    def __call__(self, task: Task, device: Device) -> Outcome:
+        assert isinstance(device, SimPhone)
         outcome = ExpertPolicy(screenshots=False)(task, device)
         device.app("com.android.contacts").state.contacts.pop()
         return outcome
@@ -177,3 +216,51 @@ def test_judgement_score_and_reason() -> None:
     assert Judgement(1.0).success and Judgement(1.0).reason == ""
     bad = Judgement(1.0, tuple(f"apps.a.x[{i}]" for i in range(7)))
     assert bad.score == 0.0 and "and 2 more" in bad.reason
+
+
+def _toggle_an_alarm_then_play(task: Task) -> list[dict[str, Any]]:
+    """Screen actions that switch the first alarm on Clock's Alarm tab (nobody asked for it), then the
+    oracle's for ``task`` on its run's phone, ending with its terminate."""
+    from agent_runtime.evaluation.check import TaskCheck
+    from agent_runtime.simphone.tasks.oracle import OraclePolicy
+
+    phone = TaskCheck(task).phone()
+    try:
+        actions: list[Action] = [OpenApp(text="Clock")]
+        assert phone.execute(actions[0]).ok
+        for wanted in (lambda el: el.content_desc == "Alarm", lambda el: el.class_name.endswith("Switch")):
+            node = next(el for el in phone.observe().elements if wanted(el))
+            actions.append(Click(coordinate=node.bounds.center))
+            assert phone.execute(actions[-1]).ok
+        policy = OraclePolicy(task)
+        while actions[-1].action != "terminate":
+            actions.append(policy(phone.observe()))
+            assert len(actions) < 40 and phone.execute(actions[-1]).ok
+    finally:
+        phone.close()
+    return [a.to_json() for a in actions]
+
+
+def _scripted_run(tmp_path: Path, task: Task, actions: list[dict[str, Any]]) -> RunResult:
+    """``agent-runtime run``'s path in process: the task's goal on ``simphone:SEED``, a scripted
+    GUI-Owl model replaying ``actions``."""
+    replies = [gui_owl_reply(a, f"did step {i}") for i, a in enumerate(actions)]
+    model = ScriptedChatModel(script={"single": lambda call: replies[min(call.index, len(replies) - 1)]})
+    off = RoleConfig(enabled=False)
+    config = RuntimeConfig(
+        roles={"rag": off, "notetaker": off}, graph=GraphConfig(kind="single", max_steps=30)
+    )
+    runtime = Runtime(config, models={"single": model}, runs_dir=tmp_path)
+    return runtime.run(task.goal, device=f"simphone:{task.seed}")
+
+
+def test_run_check_fails_a_goal_met_with_an_unrelated_change_naming_the_path(tmp_path: Path) -> None:
+    """``run``'s own check (TaskCheck) judges side effects as eval does: the Timer tab reached
+    after switching an alarm nobody asked about is not verified, and the reason names the alarm."""
+    task = make_task("ClockReachTab", 1)
+    careless = _scripted_run(tmp_path, task, _toggle_an_alarm_then_play(task))
+    check = careless.verification
+    assert check is not None and check.by == "simphone:ClockReachTab/1"
+    assert check.checked and check.success is False and check.score == 0.0, check
+    assert "meets the goal" in check.detail and "apps.clock.alarms[id=" in check.detail, check.detail
+    assert careless.outcome == "failed_check"

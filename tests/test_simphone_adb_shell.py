@@ -246,11 +246,8 @@ def test_screen_size_properties_settings_packages(shell: AndroidShell) -> None:
     )
     assert out(shell, "settings get global no_such_key") == "null\n"
     third_party = out(shell, "pm list packages -3").split()
-    assert third_party == [
-        "package:com.simphone.expenses",
-        "package:com.simphone.notes",
-        "package:com.simphone.shop",
-    ]
+    simphone_apps = "email expenses files gallery maps music notes recorder shop weather".split()
+    assert third_party == [f"package:com.simphone.{app}" for app in simphone_apps]
     assert "package:com.android.deskclock" in out(shell, "pm list packages")
 
 

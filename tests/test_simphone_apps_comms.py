@@ -16,8 +16,8 @@ from agent_runtime.simphone.apps.dialer import DialerApp
 from agent_runtime.simphone.apps.mail import EmailApp
 from agent_runtime.simphone.apps.maps import MapsApp, minutes
 from agent_runtime.simphone.apps.weather import WeatherApp
-from agent_runtime.simphone.tasks import make_task, registry, task_instances
-from agent_runtime.simphone.tasks.registry import TEMPLATE_HELDOUT
+from agent_runtime.simphone.tasks import batches, make_task, registry, task_instances
+from agent_runtime.simphone.tasks.registry import TEMPLATE_HELDOUT, held_out_templates
 from agent_runtime.simphone.tasks.typed_answers import TypedQuestion, typed_match
 
 APPS = {"Phone": "Dialer", "Email": "Email", "Maps": "Maps", "Weather": "Weather"}
@@ -207,7 +207,7 @@ def test_the_batch_has_the_breadth_the_issue_asks_for() -> None:
     )
     assert {"number", "date", "phone", "list"} <= set(typed), typed
     held = sorted(n for n in MINE if n in TEMPLATE_HELDOUT)
-    assert len(held) == 13 and held == MINE[4::5]  # every 5th of the batch from offset 4
+    assert sorted(batches.COMMS) == MINE and held == held_out_templates(batches.COMMS) and len(held) == 13
 
 
 @pytest.mark.parametrize("name", MINE)

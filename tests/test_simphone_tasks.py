@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -21,10 +22,12 @@ from agent_runtime.simphone.tasks import (
     split_of,
     task_instances,
 )
+from agent_runtime.simphone.tasks.registry import TEMPLATE_HELDOUT
 
 APPS = {"Settings", "Clock", "Contacts", "Messages", "Calendar", "Browser", "Notes", "Expenses", "Shop",
         "Phone", "Email", "Maps", "Weather", "Files", "Gallery", "Music", "Recorder"}  # fmt: skip
 KINDS = {"page_reaching", "page_operation", "question"}
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_registry_is_sorted_covers_every_app_and_has_the_task_shape():
@@ -39,6 +42,24 @@ def test_registry_is_sorted_covers_every_app_and_has_the_task_shape():
         assert name == cls.__name__ and issubclass(cls, Task)
         assert cls.template and cls.complexity > 0 and set(cls.app_names) <= APPS
         assert cls.answer_task == (cls.kind == "question"), name
+
+
+def test_readme_and_docs_give_the_registrys_counts_and_apps() -> None:
+    """The counts people read are the registry's (they went stale at "9 apps and 65 templates")."""
+    reg = registry()
+    kinds = Counter(cls.kind for cls in reg.values())
+    across = sum(len(cls.app_names) > 1 for cls in reg.values())
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    docs = " ".join((ROOT / "docs" / "simphone.md").read_text(encoding="utf-8").split())
+    assert f"with {len(APPS)} apps (" in readme and f"{len(reg)} task templates ({across} spanning" in readme
+    assert f"`tasks/` ({len(reg)} templates" in readme
+    assert f"{len(APPS)} apps — " in docs and f"and {len(reg)} task templates" in docs
+    assert f"{kinds['page_operation']} operations, {kinds['question']} questions" in docs
+    assert f"{kinds['page_reaching']} pages to reach; {across} templates span two" in docs
+    assert f"{len(TEMPLATE_HELDOUT)} templates (`simphone/tasks/registry.py: TEMPLATE_HELDOUT`)" in docs
+    for text in (readme, docs):
+        listed = text[text.index("Settings, Clock") :][:200]
+        assert all(app in listed for app in APPS), listed
 
 
 @pytest.mark.parametrize("name", sorted(registry()))

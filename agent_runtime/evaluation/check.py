@@ -7,7 +7,9 @@ tried in this order (:func:`plan_check`):
 
 1. :class:`TaskCheck` — the text is the goal of *this* phone's instance of a template (or the
    run was started with ``--task-id TEMPLATE/SEED``, which picks the phone): the phone is set up
-   for the instance (:meth:`Task.setup`) and the task's ``is_successful`` judges it, as in eval.
+   for the instance (:meth:`Task.setup`) and judged as in eval (:meth:`Task.judge`): the task's
+   ``is_successful``, and nothing changed outside the template's footprint (a goal met while an
+   unrelated contact was deleted is not verified, and the reason names the changed path).
 2. :class:`GoalCheck` — a template can express the text in other words ("Set an alarm for
    6:45", "Text Nina Dubois: running late"): :mod:`~agent_runtime.simphone.tasks.freetext`
    reads it into the template's parameters, the phone is set up for it when the words give all
@@ -105,11 +107,13 @@ class RunCheck(ABC):
 
 
 class TaskCheck(RunCheck):
-    """A SimPhone task instance the run plays: the phone is set up for it."""
+    """A SimPhone task instance the run plays: the phone is set up for it, and judged on the goal
+    and on side effects (what changed outside the template's footprint since the setup)."""
 
     def __init__(self, task: Task) -> None:
         super().__init__(task.seed)
         self.task = task
+        self._before: dict[str, Any] | None = None
 
     @property
     def by(self) -> str:
@@ -129,11 +133,26 @@ class TaskCheck(RunCheck):
         )
 
     def prepare(self, phone: SimPhone) -> None:
+        """Set the phone up and keep its state: side effects are changes since this moment (a
+        resumed run prepares a fresh phone the same way before its snapshot is restored)."""
         self.task.setup(phone)
+        self._before = phone.state()
 
     def verify(self, phone: Device, answer: str | None) -> Verification:
-        """Judge the instance on ``phone`` (see :func:`check_task`)."""
-        return check_task(self.task, phone, answer)  # type: ignore[arg-type]
+        """Judge the instance on ``phone`` (see :func:`check_task`), then its side effects."""
+        from agent_runtime.simphone import SimPhone
+        from agent_runtime.simphone.tasks.base import Judgement
+
+        found = check_task(self.task, phone, answer)  # type: ignore[arg-type]
+        if not found.checked or self._before is None or not isinstance(phone, SimPhone):
+            return found
+        side = tuple(self.task.side_effects(self._before, phone.state()))
+        if not side:
+            return found
+        judged = Judgement(found.score or 0.0, side)
+        return found.model_copy(
+            update={"success": False, "score": judged.score, "detail": f"{found.detail}; but {judged.reason}"}
+        )
 
 
 class GoalCheck(RunCheck):

@@ -59,7 +59,8 @@ class Frame:
 
 
 class SimPhone(Device):
-    """A virtual Android phone with nine apps and a launcher. See the package docs."""
+    """A virtual Android phone with the apps of :data:`~agent_runtime.simphone.apps.APP_CLASSES`
+    (the package docstring lists them) and a launcher."""
 
     kind = "simphone"
     platform = "mobile"

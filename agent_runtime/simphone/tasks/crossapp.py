@@ -27,7 +27,7 @@ from agent_runtime.simphone.tasks import maps as mp
 from agent_runtime.simphone.tasks import notes as nts
 from agent_runtime.simphone.tasks import weather as wx
 from agent_runtime.simphone.tasks.base import Task, answers_match, normalise_answer, parse_times
-from agent_runtime.simphone.tasks.common import showing
+from agent_runtime.simphone.tasks.common import CALL_PLACED, EMAIL_SENT, NOTE_WRITTEN, TEXT_SENT, showing
 from agent_runtime.simphone.tasks.contacts import (
     contacts,
     digits,
@@ -131,6 +131,7 @@ class CrossTask(Task):
 class CrossTextEventLocation(CrossTask):
     template = "Text {name} the location of my next calendar event."
     app_names = ("Messages", "Calendar")
+    footprint = TEXT_SENT
     complexity = 3.0
 
     @classmethod
@@ -170,6 +171,7 @@ class CrossEmailNote(CrossTask):
         'Email {name} my note "{title}", with the note\'s title as the subject and its text as the message.'
     )
     app_names = ("Email", "Notes")
+    footprint = EMAIL_SENT
 
     @classmethod
     def generate_random_params(cls, rng: random.Random) -> dict[str, Any]:
@@ -198,6 +200,7 @@ class CrossEmailNote(CrossTask):
 class CrossCallLastTexter(CrossTask):
     template = "Call the person who texted me most recently."
     app_names = ("Phone", "Messages")
+    footprint = CALL_PLACED
     complexity = 2.0
 
     @classmethod
@@ -232,6 +235,7 @@ class CrossCallLastTexter(CrossTask):
 class CrossCalendarFromEmail(CrossTask):
     template = "Add the dinner from {sender}'s email to my calendar, with the restaurant as the location."
     app_names = ("Calendar", "Email")
+    footprint = ("apps.calendar.events[*]", "apps.calendar.next_id")
     complexity = 3.0
 
     @classmethod
@@ -292,6 +296,7 @@ class CrossCalendarFromEmail(CrossTask):
 class CrossTextWeatherHigh(CrossTask):
     template = "Text {name} tomorrow's high in {city} in degrees {unit_name}."
     app_names = ("Messages", "Weather")
+    footprint = TEXT_SENT
     complexity = 2.5
 
     @classmethod
@@ -327,6 +332,7 @@ class CrossTextWeatherHigh(CrossTask):
 class CrossTextPlaceAddress(CrossTask):
     template = "Text {name} the address of {place} from my saved places in Maps."
     app_names = ("Messages", "Maps")
+    footprint = TEXT_SENT
     complexity = 2.5
 
     @classmethod
@@ -358,6 +364,7 @@ class CrossEmailDriveTime(CrossTask):
         "to drive there."
     )
     app_names = ("Email", "Maps")
+    footprint = EMAIL_SENT
     complexity = 2.5
 
     @classmethod
@@ -390,6 +397,7 @@ class CrossEmailDriveTime(CrossTask):
 class CrossCallEmailSender(CrossTask):
     template = "Call the person who emailed me about {topic}."
     app_names = ("Phone", "Email")
+    footprint = CALL_PLACED
     complexity = 2.5
 
     @classmethod
@@ -428,6 +436,7 @@ class CrossCallEmailSender(CrossTask):
 class CrossSaveMissedCaller(CrossTask):
     template = "Save the number of my most recent missed call as a new contact named {name}."
     app_names = ("Contacts", "Phone")
+    footprint = ("apps.contacts.contacts[*]", "apps.contacts.next_id")
     complexity = 2.5
 
     @classmethod
@@ -467,6 +476,7 @@ class CrossSaveMissedCaller(CrossTask):
 class CrossNoteWeather(CrossTask):
     template = 'Create a note titled "{title}" that says what the weather will be like in {city} tomorrow.'
     app_names = ("Notes", "Weather")
+    footprint = NOTE_WRITTEN
     complexity = 2.0
 
     @classmethod
@@ -501,6 +511,7 @@ class CrossNoteWeather(CrossTask):
 class CrossAlarmBeforeEvent(CrossTask):
     template = 'Set an alarm one hour before my "{title}" event tomorrow.'
     app_names = ("Clock", "Calendar")
+    footprint = ("apps.clock.alarms[*]", "apps.clock.next_id")
     complexity = 2.5
 
     @classmethod
@@ -570,6 +581,7 @@ class CrossDirectionsToEvent(CrossTask):
 class CrossEmailContactNumber(CrossTask):
     template = "Email {recipient} {name}'s phone number."
     app_names = ("Email", "Contacts")
+    footprint = EMAIL_SENT
     complexity = 2.5
 
     @classmethod
@@ -608,6 +620,7 @@ class CrossEmailContactNumber(CrossTask):
 class CrossTextMissedCaller(CrossTask):
     template = 'Text {name}, whose call I missed, "{text}".'
     app_names = ("Messages", "Phone")
+    footprint = TEXT_SENT
     complexity = 2.0
 
     @classmethod
@@ -632,6 +645,7 @@ class CrossTextMissedCaller(CrossTask):
 class CrossExpenseFromEmail(CrossTask):
     template = 'Log the amount of my receipt email from {shop} in Expenses as "{title}".'
     app_names = ("Expenses", "Email")
+    footprint = ("apps.expenses.expenses[*]", "apps.expenses.next_id")
     complexity = 2.5
 
     @classmethod

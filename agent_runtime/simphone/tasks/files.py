@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from agent_runtime.actions import Action
 from agent_runtime.simphone.apps.files import FileItem, FilesApp, format_date, format_size
 from agent_runtime.simphone.tasks.base import QuestionTask, Task
-from agent_runtime.simphone.tasks.common import REACH_VERBS, showing
+from agent_runtime.simphone.tasks.common import NOTE_WRITTEN, REACH_VERBS, showing
 from agent_runtime.simphone.tasks.notes import notes_app
 from agent_runtime.simphone.tasks.notes import titled as note_titled
 from agent_runtime.simphone.tasks.oracle import OracleUI
@@ -481,6 +481,7 @@ class FilesLocationQuestion(QuestionTask):
 class FilesSizeToNote(Task):
     template = 'Look up the size of the file "{name}" in Files and save it in a new note titled "{title}".'
     app_names = (APP, "Notes")
+    footprint = NOTE_WRITTEN
     complexity = 1.5
 
     @classmethod

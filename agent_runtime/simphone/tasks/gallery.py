@@ -16,7 +16,7 @@ from agent_runtime.actions import Action
 from agent_runtime.simphone.apps.files import format_date
 from agent_runtime.simphone.apps.gallery import GalleryApp, Photo, share_text
 from agent_runtime.simphone.tasks.base import Task
-from agent_runtime.simphone.tasks.common import REACH_VERBS, showing
+from agent_runtime.simphone.tasks.common import NOTE_WRITTEN, REACH_VERBS, TEXT_SENT, showing
 from agent_runtime.simphone.tasks.contacts import place_contact, random_person
 from agent_runtime.simphone.tasks.files import (
     folder_rows,
@@ -409,6 +409,7 @@ class GalleryFavoritesQuestion(TypedQuestion):
 class GallerySharePhoto(Task):
     template = 'Share the photo "{photo}" from my {album} album with {name} in Messages.'
     app_names = (APP, "Messages")
+    footprint = TEXT_SENT
     complexity = 1.5
 
     @classmethod
@@ -435,6 +436,7 @@ class GallerySharePhoto(Task):
 class GalleryAlbumCountToNote(Task):
     template = 'Create a note titled "{title}" that says how many photos are in my {album} album.'
     app_names = (APP, "Notes")
+    footprint = NOTE_WRITTEN
     complexity = 1.5
 
     @classmethod

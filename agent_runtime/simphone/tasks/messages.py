@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agent_runtime.actions import Action
 from agent_runtime.simphone.apps.messages import MessagesApp
 from agent_runtime.simphone.tasks.base import QuestionTask, Task, normalise_answer
-from agent_runtime.simphone.tasks.common import REACH_VERBS, showing
+from agent_runtime.simphone.tasks.common import REACH_VERBS, TEXT_SENT, showing
 from agent_runtime.simphone.tasks.contacts import (
     contacts,
     digits,
@@ -223,6 +223,7 @@ class MessagesReachConversation(Task):
 class MessagesShareNumber(Task):
     template = "Look up {name}'s phone number in Contacts and text it to {recipient}."
     app_names = (APP, "Contacts")
+    footprint = TEXT_SENT
     complexity = 2.0
 
     @classmethod

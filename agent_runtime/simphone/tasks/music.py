@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agent_runtime.actions import Action
 from agent_runtime.simphone.apps.music import MusicApp, Playlist, Song
 from agent_runtime.simphone.tasks.base import QuestionTask, Task, normalise_answer
-from agent_runtime.simphone.tasks.common import REACH_VERBS, showing
+from agent_runtime.simphone.tasks.common import REACH_VERBS, TEXT_SENT, showing
 from agent_runtime.simphone.tasks.contacts import place_contact, random_person
 from agent_runtime.simphone.tasks.files import visible_rows
 from agent_runtime.simphone.tasks.messages import messages, send_text, start_chat
@@ -446,6 +446,7 @@ class MusicArtistSongsQuestion(TypedQuestion):
 class MusicTextArtist(Task):
     template = 'Text {name} the name of the artist who sings "{song}".'
     app_names = (APP, "Messages")
+    footprint = TEXT_SENT
     complexity = 1.5
 
     @classmethod
@@ -479,6 +480,7 @@ class MusicTextArtist(Task):
 class MusicPlaylistFromNote(_WithLibrary):
     template = 'Create a playlist "{playlist}" with the songs listed in my note "{title}".'
     app_names = (APP, "Notes")
+    footprint = ("apps.music.playlists[*]",)
     complexity = 3.5
 
     @classmethod

@@ -16,7 +16,7 @@ from agent_runtime.actions import Action, Wait
 from agent_runtime.simphone.apps.files import format_date
 from agent_runtime.simphone.apps.recorder import RecorderApp, Recording, format_duration
 from agent_runtime.simphone.tasks.base import Task
-from agent_runtime.simphone.tasks.common import REACH_VERBS, showing
+from agent_runtime.simphone.tasks.common import REACH_VERBS, TEXT_SENT, showing
 from agent_runtime.simphone.tasks.contacts import place_contact, random_person
 from agent_runtime.simphone.tasks.files import (
     folder_rows,
@@ -402,6 +402,7 @@ class RecorderDateQuestion(TypedQuestion):
 class RecorderTextLength(Task):
     template = 'Text {name} how long my recording "{rec}" is.'
     app_names = (APP, "Messages")
+    footprint = TEXT_SENT
     complexity = 1.5
 
     @classmethod

@@ -20,13 +20,14 @@ promotions on (``selection``) and one it scores once, at the end, to report an h
 **Held-out templates.** :data:`TEMPLATE_HELDOUT` is a fixed set of templates that no
 demonstration and no ``evolve`` run trains on, so a success rate on them measures templates the
 model never saw (*template-held-out*), beside unseen parameters of seen templates
-(*instance-held-out*). The rule, fixed before any measurement (``benchmarks/gpu/table.py``):
-every 5th template in name order from the offset ``random.Random(34).randrange(5)``, over the 65
-templates registered when it was fixed: 13 templates, one or two per app. It is a literal so a
-template added later never moves a template between the sets. Templates added later are held
-out by the same rule applied to their own batch in name order (the rule never reaches back into
-an earlier batch): the 54 of the Files, Gallery, Music and Recorder apps (issue 37) add 10, the
-65 of the Phone, Email, Maps and Weather apps and the cross-app templates (issue 37) add 13.
+(*instance-held-out*). The rule, fixed before any measurement (:func:`held_out_templates`):
+every 5th template in name order from the offset ``random.Random(34).randrange(5)``, applied to
+each *batch* of templates registered together on its own
+(:data:`~agent_runtime.simphone.tasks.batches.TEMPLATE_BATCHES`), never to all templates at once,
+so a template added later (in a new batch) never moves an old one between the sets. The 65 of
+the first nine apps give 13, one or two per app; the 54 of the Files, Gallery, Music and
+Recorder apps (issue 37) add 10; the 65 of the Phone, Email, Maps and Weather apps and the
+cross-app templates (issue 37) add 13.
 """
 
 from __future__ import annotations
@@ -41,53 +42,34 @@ from typing import Literal
 
 from agent_runtime.errors import TaskError
 from agent_runtime.simphone.tasks.base import Task
+from agent_runtime.simphone.tasks.batches import TEMPLATE_BATCHES
 
 Split = Literal["train", "test", "all", "selection", "final"]
 SPLITS: tuple[str, ...] = ("train", "test", "all", "selection", "final")
 #: One in ``TEST_MODULUS`` parameter hashes is test.
 TEST_MODULUS = 4
-#: Templates no demonstration or evolve run trains on (module docstring: the rule).
+#: The seed of the held-out template rule (the issue's number): fixed before any measurement.
+HOLDOUT_SEED = 34
+#: One template in ``HOLDOUT_EVERY`` of each batch is held out.
+HOLDOUT_EVERY = 5
+
+
+def held_out_templates(batch: Iterable[str], seed: int = HOLDOUT_SEED) -> list[str]:
+    """The held-out templates of one batch: every 5th name in name order from a seeded offset.
+
+    Name order spreads the picks over the batch's apps (one in five of each app's run of names).
+    Apply it to one batch at a time (module docstring): over a growing list the picks would move.
+
+    >>> held_out_templates([f"T{i:02d}" for i in range(12)])
+    ['T04', 'T09']
+    """
+    offset = random.Random(seed).randrange(HOLDOUT_EVERY)
+    return sorted(batch)[offset::HOLDOUT_EVERY]
+
+
+#: Templates no demonstration or evolve run trains on: the rule over each batch (module docstring).
 TEMPLATE_HELDOUT: frozenset[str] = frozenset(
-    {
-        "BrowserSearchQuestion",
-        "CalendarEventLocationQuestion",
-        "ClockAddLabeledAlarm",
-        "ClockRepeatAlarm",
-        "ContactsDeleteContact",
-        "ContactsReachCard",
-        "ExpensesMonthTotalQuestion",
-        "MessagesSendToNumber",
-        "NotesFactQuestion",
-        "SettingsConnectWifi",
-        "SettingsToggle",
-        "ShopBuy",
-        "ShopWishlist",
-        # issue 37, the Files/Gallery/Music/Recorder batch (54 templates):
-        "FilesLocationQuestion",
-        "FilesReachFolder",
-        "GalleryAlbumCountToNote",
-        "GalleryMovePhoto",
-        "GalleryReachPhoto",
-        "MusicArtistSongsQuestion",
-        "MusicPlaylistCountQuestion",
-        "MusicSetRepeat",
-        "RecorderDelete",
-        "RecorderReachRecording",
-        # issue 37, the Phone/Email/Maps/Weather/cross-app batch (65 templates):
-        "CrossDirectionsToEvent",
-        "CrossExpenseFromEmail",
-        "CrossTextPlaceAddress",
-        "DialerCallContact",
-        "DialerLastMissedNumberQuestion",
-        "EmailArchive",
-        "EmailReachMessage",
-        "EmailSenderQuestion",
-        "MapsNearestQuestion",
-        "MapsSavedListQuestion",
-        "WeatherAddCity",
-        "WeatherReachCity",
-        "WeatherWettestDayQuestion",
-    }
+    name for batch in TEMPLATE_BATCHES for name in held_out_templates(batch)
 )
 #: How far :func:`task_instances` looks for instances of a split before giving up.
 MAX_SEED_SCAN = 2000

@@ -53,6 +53,14 @@ APP_WORDS: dict[str, tuple[str, ...]] = {
         "dark mode", "font", "do not disturb", "battery saver", "screen timeout",
     ),
     "Shop": ("shop", "cart", "buy", "order", "wishlist"),
+    "Files": ("files", "file", "folder", "folders", "file manager", "downloads"),
+    "Gallery": ("gallery", "photo", "photos", "picture", "pictures", "photo album", "camera roll"),
+    "Music": ("music", "song", "songs", "playlist", "playlists", "shuffle"),
+    "Recorder": ("recorder", "recording", "recordings", "voice memo", "voice memos"),
+    "Phone": ("call", "calls", "dial", "dialer", "phone app", "call log", "missed call", "block", "unblock"),
+    "Email": ("email", "emails", "e-mail", "mail", "inbox", "gmail"),
+    "Maps": ("map", "maps", "directions", "route", "saved place", "saved places"),
+    "Weather": ("weather", "forecast", "temperature", "celsius", "fahrenheit"),
 }  # fmt: skip
 
 _QUOTED = re.compile(r"[\"“”]([^\"“”]+)[\"“”]")
