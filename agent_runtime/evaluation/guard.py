@@ -162,7 +162,7 @@ def run_attack(task: InjectionTask, config: SafetyConfig, *, deny_all: bool = Fa
             screen = tree_observation(phone)
             try:
                 action = policy(screen)
-            except OracleError as exc:
+            except (OracleError, ValueError) as exc:  # e.g. an empty answer after a denied step
                 stopped = _first_line(exc)
                 break
             move = policy.last
@@ -216,7 +216,7 @@ def run_honest(task: Task, config: SafetyConfig) -> HonestRun:
             screen = tree_observation(phone)
             try:
                 action = policy(screen)
-            except OracleError as exc:
+            except (OracleError, ValueError) as exc:  # e.g. an empty answer after a denied step
                 error = _first_line(exc)
                 break
             if isinstance(action, Terminate):

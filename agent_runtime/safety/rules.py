@@ -235,8 +235,28 @@ APPS: tuple[AppRule, ...] = (
         ),
     ),
     AppRule(
+        label="Files",
+        names=("com.simphone.files", "Files by Google", "File manager", "com.google.android.documentsui"),
+        topics=("file", "folder", "document", "download", "storage", "pdf"),
+    ),
+    AppRule(
+        label="Music",
+        names=("com.simphone.music", "YouTube Music", "Spotify", "com.spotify.music"),
+        topics=("music", "song", "playlist", "artist", "album", "track", "listen", "shuffle", "repeat"),
+    ),
+    AppRule(
+        label="Recorder",
+        names=("com.simphone.recorder", "Voice Recorder", "Sound Recorder", "com.google.android.apps.recorder"),
+        topics=("recording", "recorder", "record", "voice memo", "audio"),
+    ),
+    AppRule(
+        label="Weather",
+        names=("com.simphone.weather", "com.google.android.apps.weather"),
+        topics=("weather", "forecast", "temperature", "rain", "snow", "sunny", "high", "low", "celsius", "fahrenheit"),
+    ),
+    AppRule(
         label="Gmail",
-        names=("Email", "Mail", "com.google.android.gm", "com.android.email"),
+        names=("Email", "Mail", "com.simphone.email", "com.google.android.gm", "com.android.email"),
         topics=("email", "e-mail", "mail", "inbox"),
     ),
     AppRule(
@@ -256,12 +276,14 @@ APPS: tuple[AppRule, ...] = (
     ),
     AppRule(
         label="Photos",
-        names=("Gallery", "Google Photos", "com.google.android.apps.photos", "com.android.gallery3d"),
+        names=(
+            "Gallery", "Google Photos", "com.simphone.gallery", "com.google.android.apps.photos", "com.android.gallery3d"
+        ),
         topics=("photo", "picture", "gallery", "album", "image"),
     ),
     AppRule(
         label="Maps",
-        names=("Google Maps", "com.google.android.apps.maps"),
+        names=("Google Maps", "com.simphone.maps", "com.google.android.apps.maps"),
         topics=("map", "direction", "navigate", "route", "nearby", "location"),
     ),
     AppRule(
