@@ -302,6 +302,12 @@ class ClusterConfig(_Strict):
     ray_address: str | None = Field(
         None, description="local (start Ray here) | auto (the cluster this machine joined) | HOST:PORT"
     )
+    schedule_timeout_s: float = Field(
+        120.0,
+        gt=0,
+        description="how long an episode waits for a worker that can hold its device (its phone's node "
+        "lost, or no node offering it) before it is recorded failed and the batch goes on",
+    )
 
 
 class RunsConfig(_Strict):

@@ -249,3 +249,33 @@ def _episode_lines(stderr: str) -> set[tuple[str, str]]:
     """``{(TEMPLATE/SEED, "success, N steps")}`` from --json's one stderr line per episode."""
     found = re.findall(r"^\[\d+/\d+\] (\S+): (.*?), \d+ s \(", stderr, flags=re.M)
     return set(found)
+
+
+# -- a phone no node holds ------------------------------------------------------------------------------
+def test_a_phone_no_node_holds_is_recorded_lost_and_the_batch_goes_on(cluster: dict[str, Any]) -> None:
+    import time
+
+    from agent_runtime.errors import ClusterError
+    from agent_runtime.execution.ray_backend import RayBackend
+
+    def lost(error: ClusterError) -> str:
+        return f"lost: {error}"
+
+    jobs = [Job(f"gone/{i}", where, device="adb:unplugged", lost=lost) for i in range(2)]
+    jobs += [Job(f"here/{i}", where) for i in range(3)]
+    backend = RayBackend(cluster["address"], workers=2, schedule_timeout_s=3)
+    started = time.monotonic()
+    try:
+        results = {job.key: result for job, result in backend.run(jobs)}
+        with pytest.raises(ClusterError, match="adb:unplugged within 3 s"):  # no lost result: it stops
+            list(backend.run([Job("gone/2", where, device="adb:unplugged")]))
+    finally:
+        backend.close()
+    assert time.monotonic() - started < 30  # one wait per batch, not one per episode, not forever
+    assert {k: r for k, r in results.items() if k.startswith("here")} == {
+        f"here/{i}": backend.placements[f"here/{i}"] for i in range(3)
+    }
+    for key in ("gone/0", "gone/1"):
+        assert results[key].startswith(f"lost: episode {key}: no node could take a worker for device "
+                                       "adb:unplugged within 3 s"), results[key]  # fmt: skip
+    assert backend.lost == ["gone/0", "gone/1"]

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -129,3 +133,124 @@ def test_run_tasks_plays_a_file_and_prints_one_summary(tmp_path: Path) -> None:
     assert res.exit_code == 0 == data["exit_code"]
     assert [r["line"] for r in data["results"]] == [1, 2, 3]
     assert len(list((tmp_path / "runs").iterdir())) == 3
+
+
+# -- --ray everywhere: evolve and distill take eval's option; online RL's local rollouts ------------
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "agent_runtime.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def _flat(text: str) -> str:
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", text).split())
+
+
+def test_evolve_and_distill_offer_evals_ray_option() -> None:
+    from agent_runtime.cli.cluster import RAY_HELP, RAY_METAVAR
+
+    for command in ("eval", "evolve", "distill"):
+        shown = _flat(_cli(command, "--help").stdout)
+        assert f"--ray {RAY_METAVAR}" in shown and _flat(RAY_HELP) in shown, command
+    assert "--ray-address" not in _cli("distill", "--help").stdout  # hidden: deprecated
+
+
+def test_evolve_ray_reaches_the_backend(tmp_path: Path) -> None:
+    # A blank address is refused by the Ray backend when it connects: the flag got there.
+    res = _cli("evolve", "--out", str(tmp_path / "out"), "--tasks", "ShopPriceQuestion", "--ray", " ")
+    assert res.returncode == 2, res.stderr
+    assert "--ray needs local, auto or a cluster address" in res.stderr and "Traceback" not in res.stderr
+
+
+class _Reached(Exception):
+    pass
+
+
+def test_evolve_ray_beats_the_configs_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_runtime.evaluation import harness
+
+    asked: list[tuple[str | None, float]] = []
+
+    def seam(ray: str | None, workers: int, executor: str, *, schedule_timeout_s: float) -> None:
+        asked.append((ray, schedule_timeout_s))
+        raise _Reached
+
+    monkeypatch.setattr(harness, "open_backend", seam)
+    from agent_runtime import demo_model
+    from agent_runtime.config import ClusterConfig
+
+    demo = demo_model.demo_config()  # the config evolve plays without --config, with a [cluster]
+    cluster = ClusterConfig(ray_address="cfg-host:6379", schedule_timeout_s=7)
+    monkeypatch.setattr(demo_model, "demo_config", lambda: demo.model_copy(update={"cluster": cluster}))
+    base = ["evolve", "--out", str(tmp_path / "out"), "--tasks", "ShopPriceQuestion"]
+    for extra, expected in (
+        ([], "cfg-host:6379"),
+        (["--ray", "flag-host:6379", "--overwrite"], "flag-host:6379"),
+    ):
+        res = CliRunner().invoke(cli_app, [*base, *extra])
+        assert isinstance(res.exception, _Reached), res.output
+        assert asked[-1] == (expected, 7.0)
+    options = json.loads((tmp_path / "out" / "evolve.json").read_text())
+    assert options["options"]["ray"] == "flag-host:6379"
+
+
+def test_distill_ray_and_its_deprecated_alias(tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "config.json").write_text("{}")  # passes the base check: Ray is refused before loading
+    args = [
+        "distill",
+        "--method",
+        "trpo",
+        "--role",
+        "worker",
+        "--base",
+        str(base),
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    args += ["--env", "simphone", "--tasks", "ShopPriceQuestion"]
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[cluster]\nray_address = "auto"\n')
+    for extra in (["--ray", "auto"], ["--ray-address", "auto"], ["--config", str(cfg)]):
+        res = CliRunner().invoke(cli_app, [*args, *extra])
+        assert res.exit_code == 2, res.output
+        assert "Ray rollout workers sample from a policy server" in res.output, extra
+        assert "with --ray" in res.output and "Traceback" not in res.output
+        assert ("--ray-address is deprecated" in res.output) == ("--ray-address" in extra)
+    res = CliRunner().invoke(cli_app, [*args, "--ray", "local", "--ray-address", "auto"])
+    assert res.exit_code == 2 and "disagree" in res.output
+
+
+class _Recorder:
+    """Stands in for a RolloutWorker: records the thread that played each request."""
+
+    def __init__(self) -> None:
+        self.threads: list[str] = []
+
+    def play(self, request: Any) -> Any:
+        from agent_runtime.trainers.online.rollouts import EpisodeRecord, RolloutResult
+
+        time.sleep(0.02)
+        self.threads.append(threading.current_thread().name)
+        fields = request.model_dump()
+        return RolloutResult(episode=EpisodeRecord(task_id=request.task_name, **fields))
+
+
+def test_local_rollouts_play_on_the_local_backend_in_request_order() -> None:
+    from agent_runtime.trainers.online.rollouts import LocalRollouts, group_requests
+
+    requests = group_requests([("ShopPriceQuestion", 0), ("ClockAlarmTimeQuestion", 1)], 3, 1, 0)
+    worker = _Recorder()
+    runner = LocalRollouts(3)
+    results = runner.play(worker, requests)  # type: ignore[arg-type]
+    assert [(r.episode.task_name, r.episode.group_index) for r in results] == [
+        (q.task_name, q.group_index) for q in requests
+    ]
+    assert isinstance(runner.backend, LocalBackend)
+    assert worker.threads and all(t.startswith("episode") for t in worker.threads)  # the backend's pool

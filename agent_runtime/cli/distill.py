@@ -22,6 +22,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from agent_runtime.cli import guarded
+from agent_runtime.cli.cluster import RayOption
+from agent_runtime.cli.cluster import ray_address as configured_cluster
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -113,6 +115,27 @@ def _stopped(method: str, out: Path) -> str:
         f"distill {method} stopped before it finished; {out} holds no finished model (no manifest.json): "
         "run the same command again to start over"
     )
+
+
+def rollout_cluster(ray: str | None, deprecated: str | None, config: Path | None) -> str | None:
+    """Where online RL's rollouts run: ``--ray``, else the deprecated ``--ray-address`` (said so
+    on stderr), else ``[cluster] ray_address`` of ``--config``, else this machine."""
+    from agent_runtime.config import load_config
+    from agent_runtime.errors import ConfigError
+
+    if deprecated is not None:
+        if ray is not None and ray != deprecated:
+            raise ConfigError(
+                f"--ray {ray} and --ray-address {deprecated} disagree",
+                hint="--ray-address is deprecated: pass only --ray",
+            )
+        Console(stderr=True).print(
+            "warning: --ray-address is deprecated and will be removed: use --ray (same values)",
+            markup=False,
+            highlight=False,
+        )
+        ray = ray or deprecated
+    return configured_cluster(ray, load_config(config) if config is not None and ray is None else None)
 
 
 def register(app: typer.Typer) -> None:
@@ -320,9 +343,10 @@ def register(app: typer.Typer) -> None:
         served_name: Annotated[
             str, typer.Option("--served-name", help="trpo/dgrpo: adapter name on the server (NAME-vNNNN).")
         ] = "policy",
+        ray: RayOption = None,
         ray_address: Annotated[
             str | None,
-            typer.Option("--ray-address", help="trpo/dgrpo: run rollout workers as Ray actors (needs ray)."),
+            typer.Option("--ray-address", hidden=True, help="Deprecated: use --ray (same values)."),
         ] = None,
         config: Annotated[
             Path | None,
@@ -445,7 +469,8 @@ def register(app: typer.Typer) -> None:
                     rollout_workers=rollout_workers,
                     server_url=server_url,
                     served_name=served_name,
-                    ray_address=ray_address,
+                    # [cluster] sends only trpo/dgrpo to Ray: grpo trains in-process (TRL)
+                    ray_address=rollout_cluster(ray, ray_address, config if method in RL_METHODS else None),
                     runtime_config=config,
                     resume=resume,
                 )

@@ -13,6 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from agent_runtime.cli import guarded
+from agent_runtime.cli.cluster import RayOption
+from agent_runtime.cli.cluster import ray_address as shared_ray_address
 
 if TYPE_CHECKING:
     from agent_runtime.evaluation import EpisodeResult, EvalReport, GraphComparison, Policy
@@ -298,16 +300,7 @@ def register(app: typer.Typer) -> None:
                 "the action guard approves on-task sensitive actions and denies off-task ones).",
             ),
         ] = False,
-        ray: Annotated[
-            str | None,
-            typer.Option(
-                "--ray",
-                metavar="local|auto|ADDRESS",
-                help="Play the episodes on Ray: local (a cluster on this machine), auto (the cluster this "
-                "machine joined) or HOST:PORT; --workers SimPhone workers there. Default: [cluster] "
-                "ray_address of the agent's config, else this machine (docs/scale-out.md).",
-            ),
-        ] = None,
+        ray: RayOption = None,
     ) -> None:
         """Evaluate a policy on SimPhone tasks: success rate (Wilson 95% CI), steps, per app and task.
 
@@ -351,9 +344,7 @@ def ray_address(flag: str | None, policy: Policy) -> str | None:
     """Where ``--ray`` says episodes run, else the agent config's ``[cluster] ray_address``."""
     from agent_runtime.evaluation import AgentPolicy
 
-    if flag is not None:
-        return flag
-    return policy.config.cluster.ray_address if isinstance(policy, AgentPolicy) else None
+    return shared_ray_address(flag, policy.config if isinstance(policy, AgentPolicy) else None)
 
 
 def run_with_progress(

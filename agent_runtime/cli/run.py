@@ -447,7 +447,9 @@ def _batch(
     tasks = read_tasks(path)
     if runs_dir is not None:
         cfg.runs = cfg.runs.model_copy(update={"dir": runs_dir})
-    backend = open_backend(ray or cfg.cluster.ray_address, workers)
+    backend = open_backend(
+        ray or cfg.cluster.ray_address, workers, schedule_timeout_s=cfg.cluster.schedule_timeout_s
+    )
     try:
         outcomes = run_batch(cfg, tasks, backend, max_steps)
     finally:

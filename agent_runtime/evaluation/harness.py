@@ -15,10 +15,17 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from agent_runtime.errors import ConfigError, DependencyError, ModelError
+from agent_runtime.errors import ClusterError, ConfigError, DependencyError, ModelError
 from agent_runtime.evaluation.episode import AgentPolicy, Policy, policy_name
 from agent_runtime.evaluation.report import EpisodeResult, EvalReport
-from agent_runtime.execution.backend import Backend, Executor, Job, Workplace, open_backend
+from agent_runtime.execution.backend import (
+    SCHEDULE_TIMEOUT_S,
+    Backend,
+    Executor,
+    Job,
+    Workplace,
+    open_backend,
+)
 from agent_runtime.execution.backend import share_cores as share_cores  # re-exported
 
 SUITES = ("simphone",)
@@ -175,7 +182,8 @@ def evaluate(
     if on_plan is not None:
         on_plan(len(plan))
     started = time.perf_counter()
-    runner = backend or open_backend(ray, workers, executor)
+    wait = policy.config.cluster.schedule_timeout_s if isinstance(policy, AgentPolicy) else SCHEDULE_TIMEOUT_S
+    runner = backend or open_backend(ray, workers, executor, schedule_timeout_s=wait)
     results = _run_all(policy, plan, runner, on_result, close=backend is None)
     from agent_runtime.simphone.tasks import registry
 
@@ -214,7 +222,12 @@ def _run_all(
 ) -> list[EpisodeResult]:
     home = Path(policy.config.runs.dir).expanduser().resolve() if isinstance(policy, AgentPolicy) else None
     jobs = [
-        Job(f"{name}/{seed}", functools.partial(_episode_job, policy, name, seed), home=home)
+        Job(
+            f"{name}/{seed}",
+            functools.partial(_episode_job, policy, name, seed),
+            home=home,
+            lost=functools.partial(lost_episode, name, seed),
+        )
         for name, seed in plan
     ]
     results = []
@@ -232,6 +245,18 @@ def _run_all(
 def _episode_job(policy: Policy, name: str, seed: int, place: Workplace) -> EpisodeResult:
     """One evaluation episode as a backend job: an agent writes its run where the worker says."""
     return run_episode(in_runs_dir(policy, place.runs_dir), name, seed)
+
+
+def lost_episode(name: str, seed: int, error: ClusterError) -> EpisodeResult:
+    """The record of an episode the cluster could not play: a failed episode saying why."""
+    from agent_runtime.simphone.tasks import make_task, split_of
+
+    task = make_task(name, seed)
+    return EpisodeResult(
+        task=name, app=task.app, seed=seed, split=split_of(task), goal=task.goal, success=False,
+        score=0.0, steps=0, max_steps=task.max_steps, status="error", error=f"ClusterError: {error}",
+        expected_answer=task.expected_answer(),
+    )  # fmt: skip
 
 
 def in_runs_dir(policy: Policy, runs_dir: Path | None) -> Policy:

@@ -27,12 +27,15 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from agent_runtime.errors import ConfigError
+from agent_runtime.errors import ClusterError, ConfigError
 
 R = TypeVar("R")
 Executor = Literal["thread", "process"]
 #: How long a stopped batch waits for the local episodes in flight to end (seconds).
 STOP_GRACE_S = 1.0
+#: How long a job waits for a worker that can hold its device (a phone whose node is lost,
+#: or a resource no node offers) before it is recorded lost (seconds; ``[cluster]``).
+SCHEDULE_TIMEOUT_S = 120.0
 #: Device specs of which any number play at once: every job builds its own SimPhone.
 SHAREABLE_DEVICES = ("simphone",)
 
@@ -67,6 +70,9 @@ class Job(Generic[R]):
     fn: Callable[[Workplace], R]
     device: str = "simphone"
     home: Path | None = None
+    #: The result recorded when the cluster cannot play the job (its device's node is lost, or it
+    #: died more than ``max_retries`` times): the batch then goes on. None: that stops the batch.
+    lost: Callable[[ClusterError], R] | None = None
 
 
 class Backend(Protocol):
@@ -173,15 +179,28 @@ class LocalBackend:
         """Nothing to release: pools end with each batch."""
 
 
-def open_backend(ray: str | None, workers: int = 1, executor: Executor = "thread") -> Backend:
+def open_backend(
+    ray: str | None,
+    workers: int = 1,
+    executor: Executor = "thread",
+    *,
+    schedule_timeout_s: float = SCHEDULE_TIMEOUT_S,
+) -> Backend:
     """The backend for ``--ray`` / ``[cluster] ray_address``: None plays locally; ``local``
     starts a Ray cluster on this machine, ``auto`` joins the one this machine belongs to,
-    anything else is a cluster address (``HOST:PORT`` or ``ray://HOST:PORT``)."""
+    anything else is a cluster address (``HOST:PORT`` or ``ray://HOST:PORT``).
+    ``schedule_timeout_s``: how long a Ray job waits for a worker that can hold its device."""
     if ray is None:
         return LocalBackend(workers, executor)
     from agent_runtime.execution.ray_backend import RayBackend
 
-    return RayBackend(ray, workers)
+    return RayBackend(ray, workers, schedule_timeout_s=schedule_timeout_s)
+
+
+def in_order(backend: Backend, jobs: Sequence[Job[R]]) -> list[R]:
+    """Every job's result in the jobs' order (the backend yields them as they finish)."""
+    done = {job.key: result for job, result in backend.run(jobs)}
+    return [done[job.key] for job in jobs]
 
 
 def relocate(result: R, old: Path, new: Path) -> R:

@@ -20,8 +20,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_runtime.config import RuntimeConfig
-from agent_runtime.errors import AgentRuntimeError, ConfigError
-from agent_runtime.execution.backend import Backend, Job, Workplace
+from agent_runtime.errors import AgentRuntimeError, ClusterError, ConfigError
+from agent_runtime.execution.backend import Backend, Job, Workplace, in_order
 
 EXIT_SUCCESS, EXIT_FAILURE, EXIT_UNVERIFIED, EXIT_INTERRUPTED = 0, 1, 3, 130
 
@@ -110,9 +110,14 @@ def run_batch(
     for line, item in tasks:
         device = item.device or config.device.spec
         body = functools.partial(play_task, config, line, item.task, device, max_steps)
-        jobs.append(Job(f"line-{line}", body, device=device, home=home))
-    done = {job.key: outcome for job, outcome in backend.run(jobs)}
-    return [done[job.key] for job in jobs]
+        lost = functools.partial(lost_task, line, item.task, device)
+        jobs.append(Job(f"line-{line}", body, device=device, home=home, lost=lost))
+    return in_order(backend, jobs)
+
+
+def lost_task(line: int, task: str, device: str, error: ClusterError) -> TaskOutcome:
+    """A task the cluster could not play (its phone's node lost): an error, and the batch goes on."""
+    return TaskOutcome(line=line, task=task, device=device, status="error", outcome="error", error=str(error))
 
 
 def batch_exit_code(outcomes: Sequence[TaskOutcome]) -> int:

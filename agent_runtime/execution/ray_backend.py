@@ -6,6 +6,12 @@
   start the node it is plugged into with ``ray start --resources '{"adb:SERIAL": 1}'`` — so its
   episodes are scheduled where the phone is, one at a time. Device actors ask for no CPU: they
   wait on their phone and on models.
+* **A phone nowhere is not waited for forever.** A worker that no node can hold (its phone's
+  node was lost, or no node offers its resource) is given ``schedule_timeout_s`` (``[cluster]``,
+  default 120 s); then its episode is recorded lost — the job's ``lost`` result, carrying a
+  :class:`~agent_runtime.errors.ClusterError` that says why — and the batch goes on. A later
+  episode on the same device is given only what is left of that wait. (A SimPhone worker that
+  does not fit while others of its pool run is dropped instead: they play its episode.)
 * **Models once per worker.** An actor lives for the whole batch (and the next ones of this
   backend): a model a job loads in-process stays loaded in it (the runtime's engines are
   process-wide), and :class:`~.backend.Workplace` ``cache`` keeps whatever else a job caches.
@@ -31,6 +37,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
@@ -39,7 +46,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from agent_runtime.errors import ClusterError, ConfigError, DependencyError
-from agent_runtime.execution.backend import Job, Workplace, relocate, shareable
+from agent_runtime.execution.backend import SCHEDULE_TIMEOUT_S, Job, Workplace, relocate, shareable
 from agent_runtime.execution.bundle import pack, unpack
 
 R = TypeVar("R")
@@ -125,14 +132,25 @@ class RayBackend:
     ``address``: ``local`` (start a cluster on this machine), ``auto`` (the cluster this machine
     belongs to: ``RAY_ADDRESS`` or the one ``ray start`` began here), or ``HOST:PORT`` /
     ``ray://HOST:PORT``. ``placements`` maps each finished job's key to the node it ran on and
-    ``retries`` counts the episodes played again (what a report or a test reads).
+    ``retries`` counts the episodes played again and ``lost`` names those recorded lost (what a
+    report or a test reads). ``schedule_timeout_s``: how long a job waits for a worker that can
+    hold its device (module docstring).
     """
 
     def __init__(
-        self, address: str, workers: int = 1, *, max_retries: int = MAX_RETRIES, cpus_per_worker: float = 1.0
+        self,
+        address: str,
+        workers: int = 1,
+        *,
+        max_retries: int = MAX_RETRIES,
+        cpus_per_worker: float = 1.0,
+        schedule_timeout_s: float = SCHEDULE_TIMEOUT_S,
     ) -> None:
         if workers < 1:
             raise ConfigError(f"workers must be at least 1, got {workers}")
+        if schedule_timeout_s <= 0:
+            raise ConfigError(f"schedule_timeout_s must be positive, got {schedule_timeout_s}")
+        self.schedule_timeout_s = schedule_timeout_s
         self.ray = ray_module()
         self.workers = workers
         self.max_retries = max_retries
@@ -140,17 +158,33 @@ class RayBackend:
         self._owns_connection = connect(self.ray, address, workers)
         self._remote = self.ray.remote(max_restarts=0)(EpisodeActor)
         self._pools: dict[str, list[Any]] = {}
+        #: Workers not known to be placed yet: their ``pid`` call (answered once placed), and
+        #: since when their pool has waited for a worker it can place.
+        self._placing: dict[Any, tuple[Any, float]] = {}
         self.placements: dict[str, str] = {}
         self.retries = 0
+        self.lost: list[str] = []
 
     # -- workers ---------------------------------------------------------------------------------
 
-    def _spawn(self, pool: str) -> Any:
+    def _spawn(self, pool: str, since: float | None = None) -> Any:
+        """A new worker of ``pool``; ``since``: when its pool began waiting for a placeable one
+        (a replacement of a worker never placed inherits that wait; default: now)."""
         if pool == SIMPHONE_POOL:
             options: dict[str, Any] = {"num_cpus": self.cpus_per_worker, "scheduling_strategy": "SPREAD"}
         else:
             options = {"num_cpus": 0, "resources": {device_resource(pool): 1}}
-        return self._remote.options(**options).remote()
+        actor = self._remote.options(**options).remote()
+        self._placing[actor] = (actor.pid.remote(), time.monotonic() if since is None else since)
+        return actor
+
+    def _replace(self, pool: str, actor: Any, idle: dict[str, deque[Any]]) -> None:
+        """Drop ``actor`` and put a fresh worker of its pool among the idle ones."""
+        since = self._placing[actor][1] if actor in self._placing else None
+        self._drop(pool, actor)
+        replacement = self._spawn(pool, since)
+        self._pools.setdefault(pool, []).append(replacement)
+        idle.setdefault(pool, deque()).append(replacement)
 
     def _pool(self, pool: str) -> list[Any]:
         if pool not in self._pools:
@@ -164,6 +198,7 @@ class RayBackend:
 
     def _drop(self, pool: str, actor: Any) -> None:
         self.ray.kill(actor, no_restart=True)
+        self._placing.pop(actor, None)
         if actor in self._pools.get(pool, []):
             self._pools[pool].remove(actor)
 
@@ -186,30 +221,38 @@ class RayBackend:
                         actor = free.popleft()
                         busy[actor.play.remote(job.key, job.fn)] = (job, actor)
                         queue.remove(job)
-                [ref], _ = ray.wait(list(busy), num_returns=1)
+                finished, _ = ray.wait(list(busy), num_returns=1, timeout=self._wait_s(busy))
+                if not finished:  # a worker still unplaced may have waited long enough
+                    for ref in self._unplaced(busy):
+                        job, actor = busy.pop(ref)
+                        pool = _pool_of(job.device)
+                        if self._placed_peers(pool, actor):  # more workers asked for than fit
+                            self._drop(pool, actor)  # the placed ones play its episode
+                            queue.appendleft(job)
+                            continue
+                        self._replace(pool, actor, idle)
+                        done += 1
+                        yield job, self._lost(job, self._unplaceable(job))
+                    continue
+                [ref] = finished
                 job, actor = busy.pop(ref)
                 pool = _pool_of(job.device)
                 try:
                     delivery = ray.get(ref)
                 except (RayActorError, WorkerCrashedError) as exc:
                     deaths[job.key] += 1
+                    self._replace(pool, actor, idle)
                     if deaths[job.key] > self.max_retries:
-                        raise ClusterError(
-                            f"episode {job.key}: its worker died {deaths[job.key]} times ({exc})",
-                            hint="look for out-of-memory kills or lost nodes in `ray status` and the "
-                            "Ray logs; the episodes that finished are recorded",
-                            key=job.key,
-                        ) from None
+                        done += 1
+                        yield job, self._lost(job, self._died(job, deaths[job.key], exc))
+                        continue
                     self.retries += 1
-                    self._drop(pool, actor)
-                    replacement = self._spawn(pool)
-                    self._pools.setdefault(pool, []).append(replacement)
-                    idle[pool].append(replacement)
                     queue.appendleft(job)  # played again, from scratch, under the same key
                     continue
                 except RayTaskError as exc:  # the job raised: raise its own error here
                     cause = exc.cause
                     raise (cause if isinstance(cause, Exception) else exc) from None
+                self._placing.pop(actor, None)  # it played: it is placed
                 idle[pool].append(actor)
                 done += 1
                 self.placements[job.key] = delivery.node
@@ -223,6 +266,66 @@ class RayBackend:
                     f"finished and are recorded, {len(busy)} were cut short, {len(queue)} never started\n"
                 )
             raise
+
+    # -- episodes the cluster cannot play -----------------------------------------------------------
+
+    def _wait_s(self, busy: dict[Any, tuple[Job[R], Any]]) -> float | None:
+        """How long to wait for a result before looking at the unplaced workers again (None:
+        every busy worker is placed — wait for the next result)."""
+        since = [self._placing[actor][1] for _job, actor in busy.values() if actor in self._placing]
+        if not since:
+            return None
+        return max(0.0, min(since) + self.schedule_timeout_s - time.monotonic())
+
+    def _unplaced(self, busy: dict[Any, tuple[Job[R], Any]]) -> list[Any]:
+        """The busy jobs whose worker has waited ``schedule_timeout_s`` for a node; the workers
+        found placed meanwhile stop being watched."""
+        now = time.monotonic()
+        late = []
+        for ref, (_job, actor) in busy.items():
+            if not self._placed(actor) and now - self._placing[actor][1] >= self.schedule_timeout_s:
+                late.append(ref)
+        return late
+
+    def _placed_peers(self, pool: str, actor: Any) -> bool:
+        """Whether another worker of ``pool`` is placed (then ``actor`` is one too many for the
+        cluster, not a device nowhere: its episode waits for the others instead)."""
+        return any(a != actor and self._placed(a) for a in self._pools.get(pool, []))
+
+    def _placed(self, actor: Any) -> bool:
+        """Whether ``actor`` is placed on a node (known, or its ``pid`` call has answered)."""
+        if actor not in self._placing:
+            return True
+        placed, _ = self.ray.wait([self._placing[actor][0]], num_returns=1, timeout=0)
+        if placed:
+            del self._placing[actor]
+        return bool(placed)
+
+    def _unplaceable(self, job: Job[R]) -> ClusterError:
+        return ClusterError(
+            f"episode {job.key}: no node could take a worker for device {job.device} within "
+            f"{self.schedule_timeout_s:g} s (its node was lost, or no node offers it)",
+            hint="check `ray status`: restart the device's node (ray start --resources "
+            f"'{{\"{job.device}\": 1}}' for a real phone) or free CPUs; [cluster] "
+            "schedule_timeout_s sets the wait",
+            key=job.key,
+        )
+
+    def _died(self, job: Job[R], deaths: int, exc: BaseException) -> ClusterError:
+        return ClusterError(
+            f"episode {job.key}: its worker died {deaths} times ({exc})",
+            hint="look for out-of-memory kills or lost nodes in `ray status` and the Ray logs; the "
+            "episodes that finished are recorded",
+            key=job.key,
+        )
+
+    def _lost(self, job: Job[R], error: ClusterError) -> R:
+        """The job's lost result (the batch goes on), or ``error`` raised when it has none."""
+        if job.lost is None:
+            raise error
+        logging.getLogger(__name__).warning("%s", error)
+        self.lost.append(job.key)
+        return job.lost(error)
 
     def _deliver(self, job: Job[R], delivery: Delivery[R]) -> R:
         if not delivery.traces:
@@ -239,6 +342,7 @@ class RayBackend:
             for actor in list(actors):
                 self._drop(pool, actor)
         self._pools = {}
+        self._placing = {}
         if self._owns_connection:
             self.ray.shutdown()
             self._owns_connection = False

@@ -363,7 +363,7 @@ class GRPOLoop:
             )
         if opts.server_url or opts.ray_address:
             raise ConfigError(
-                "--method grpo trains in-process with TRL; --server-url/--ray-address are for trpo/dgrpo"
+                "--method grpo trains in-process with TRL; --server-url/--ray are for trpo/dgrpo"
             )
         self.cfg, self.opts, self.settings = cfg, opts, settings
         self.level: Level = GRPO_LEVELS[cfg.role]

@@ -163,13 +163,13 @@ class OnlineTrainer:
         if opts.ray_address and not opts.server_url:
             raise ConfigError(
                 "Ray rollout workers sample from a policy server",
-                hint="pass --server-url (vLLM or agent-runtime serve) with --ray-address",
+                hint="pass --server-url (vLLM or agent-runtime serve) with --ray",
             )
         if opts.ray_address:
             import importlib.util
 
             if importlib.util.find_spec("ray") is None:
-                raise DependencyError("ray", "ray", "--ray-address (rollout workers as Ray actors)")
+                raise DependencyError("ray", "ray", "--ray (rollout workers as Ray actors)")
         self.method_name = method
         self.cfg = cfg
         self.opts = opts

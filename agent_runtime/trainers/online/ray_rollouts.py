@@ -1,4 +1,4 @@
-"""Rollout workers on Ray (``distill --ray-address ADDR``), for rollouts beyond one machine.
+"""Rollout workers on Ray (``distill --ray ADDRESS``), for rollouts beyond one machine.
 
 The rollouts run on the shared execution backend (:class:`~agent_runtime.execution.ray_backend.RayBackend`),
 like ``eval``'s and ``evolve``'s episodes: each worker actor samples the trained role from the
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agent_runtime.execution.backend import Job, Workplace
-from agent_runtime.trainers.online.rollouts import RolloutRequest, RolloutResult
+from agent_runtime.execution.backend import Job, Workplace, in_order
+from agent_runtime.trainers.online.rollouts import RolloutRequest, RolloutResult, lost_rollout, rollout_key
 
 
 def play_rollout(
@@ -60,14 +60,14 @@ class RayRollouts:
         home = Path(worker_spec["runs_dir"])
         jobs = [
             Job(
-                f"{r.iteration}/{r.task_name}/{r.task_seed}/{r.group_index}/{i}",
+                rollout_key(r, i),
                 functools.partial(play_rollout, policy_spec, worker_spec, r.model_dump(mode="json")),
                 home=home,
+                lost=functools.partial(lost_rollout, r),
             )
             for i, r in enumerate(requests)
         ]
-        results = {job.key: result for job, result in self.backend.run(jobs)}
-        return [results[job.key] for job in jobs]
+        return in_order(self.backend, jobs)
 
     def close(self) -> None:
         self.backend.close()

@@ -53,10 +53,10 @@ and graph overhead overlap), :class:`RayRollouts` (in :mod:`.ray_rollouts`) as R
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +64,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_runtime.coords import ImageFormat
 from agent_runtime.errors import ConfigError, DependencyError, TrainingError
+from agent_runtime.execution.backend import Job, LocalBackend, Workplace, in_order
 from agent_runtime.trainers.online.samples import StepTokens, Trajectory
 
 if TYPE_CHECKING:
@@ -396,22 +397,52 @@ class RolloutWorker:
         return RolloutResult(episode=episode, trajectory=trajectory)
 
 
+def rollout_key(request: RolloutRequest, index: int) -> str:
+    """A rollout's job key in its batch (the backend records a retried rollout once, under it)."""
+    r = request
+    return f"{r.iteration}/{r.task_name}/{r.task_seed}/{r.group_index}/{index}"
+
+
+def lost_rollout(request: RolloutRequest, error: Exception) -> RolloutResult:
+    """A rollout the cluster could not play: recorded broken (no trajectory), the iteration goes on."""
+    from agent_runtime.simphone.tasks import make_task
+
+    return RolloutResult(
+        episode=EpisodeRecord(
+            task_id=task_id(make_task(request.task_name, request.task_seed)),
+            task_name=request.task_name,
+            task_seed=request.task_seed,
+            sample_seed=request.sample_seed,
+            iteration=request.iteration,
+            group_index=request.group_index,
+            error=f"{type(error).__name__}: {error}",
+        )
+    )
+
+
+def _play_here(worker: RolloutWorker, request: RolloutRequest, _place: Workplace) -> RolloutResult:
+    return worker.play(request)
+
+
 class LocalRollouts:
-    """K rollouts at once in threads of this process."""
+    """K rollouts at once in threads of this process, on the local execution backend — the
+    path Ray's :class:`~.ray_rollouts.RayRollouts` takes too, with its jobs on actors."""
 
     def __init__(self, workers: int = 1) -> None:
         if workers < 1:
             raise ConfigError(f"--rollout-workers must be at least 1, got {workers}")
         self.workers = workers
+        self.backend = LocalBackend(workers, "thread")  # the in-process policy is shared, not shipped
 
     def play(self, worker: RolloutWorker, requests: Sequence[RolloutRequest]) -> list[RolloutResult]:
-        if self.workers == 1:
-            return [worker.play(r) for r in requests]
-        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rollout") as pool:
-            return list(pool.map(worker.play, requests))
+        """The requests' results, in the requests' order."""
+        jobs = [
+            Job(rollout_key(r, i), functools.partial(_play_here, worker, r)) for i, r in enumerate(requests)
+        ]
+        return in_order(self.backend, jobs)
 
     def close(self) -> None:
-        """Nothing to release (threads end with each batch)."""
+        self.backend.close()
 
 
 def group_requests(
