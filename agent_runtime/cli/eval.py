@@ -287,7 +287,7 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--holdout",
-                help="Also report success on the 13 template-held-out templates (never in default demos "
+                help="Also report success on the template-held-out templates (never in default demos "
                 "or evolve) beside the other templates' (instance-held-out); JSON key 'holdout'.",
             ),
         ] = False,

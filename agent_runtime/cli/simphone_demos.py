@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--include-heldout",
-                help="Also demonstrate the 13 template-held-out templates (left out by default, so a "
+                help="Also demonstrate the template-held-out templates (left out by default, so a "
                 "model trained on these demos has templates it never saw).",
             ),
         ] = False,
