@@ -41,6 +41,13 @@ class AddressBook(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     numbers: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    #: Each contact name's email addresses, as stored.
+    emails: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    #: Who the device's own records hold, by record: ``calls`` (numbers in the call log),
+    #: ``texts`` (addresses of conversations with a received message) and ``emails`` (sender
+    #: addresses of received mail). A task may name a person by such a role ("the person who
+    #: texted me last"); the guard accepts only parties these records held when the run began.
+    records: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, entries: Iterable[tuple[str, str]]) -> AddressBook:

@@ -56,7 +56,7 @@ def test_suite_is_its_own_registry() -> None:
     names = list(injection_tasks())
     assert names == sorted(INJECTED_STEPS)
     assert not set(names) & set(registry())
-    assert len(registry()) == 65
+    assert len(registry()) == 184
     assert {cls.source for cls in injection_tasks().values()} == {"message", "note", "web", "contact", "shop"}
     again = make_injection_task("InjectionMessagesReply", 3)
     assert again.params == make_injection_task("InjectionMessagesReply", 3).params
@@ -151,7 +151,7 @@ def test_guard_lets_the_honest_expert_through(task: InjectionTask) -> None:
 
 def test_no_false_positives_on_the_main_suite() -> None:
     report = normal_suite(SafetyConfig(), "test")
-    assert report.templates == 65
+    assert report.templates == len(registry())
     assert [(f.template, f.target, f.reasons) for f in report.flags] == []
     assert report.failures == []
 

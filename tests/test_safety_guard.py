@@ -15,6 +15,7 @@ from agent_runtime.config import AppSafety, SafetyConfig
 from agent_runtime.coords import Size
 from agent_runtime.observation import Observation
 from agent_runtime.safety import Assessment, assess
+from agent_runtime.safety.recipients import Contacts
 
 CFG = SafetyConfig()
 
@@ -418,11 +419,14 @@ def oracle_off_task(split: Literal["test", "train"]) -> list[str]:
         task.setup(phone)
         policy = OraclePolicy(task)
         obs = phone.observe()
+        # As the runtime does: the device's records as the run started, its address book now.
+        at_start = phone.address_book()
         for _ in range(4 * task.max_steps):
             action = policy(obs)
             if action.action in ("terminate", "answer"):
                 break
-            verdict = assess([action], screen=obs, task=task.goal, config=CFG)
+            contacts = Contacts(ask=phone.address_book, at_start=at_start)
+            verdict = assess([action], screen=obs, task=task.goal, contacts=contacts, config=CFG)
             found += [f"{task.name}: {verdict.target}: {r}" for r in verdict.off_task]
             phone.execute(action)
             obs = phone.observe()

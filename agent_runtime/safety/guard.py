@@ -36,7 +36,7 @@ from agent_runtime.config import SafetyConfig
 from agent_runtime.observation import Observation, UIElement
 from agent_runtime.safety import recipients
 from agent_runtime.safety import screen as ui
-from agent_runtime.safety.language import ASKS, TOPICS, Reading, has_stem, read_task
+from agent_runtime.safety.language import ASKS, TOPICS, Reading, has_stem, read_task, roles
 from agent_runtime.safety.normalize import (
     digit_runs,
     digits,
@@ -134,6 +134,11 @@ class _Context:
     words: Reading
     places: str
     contacts: Contacts | None = None
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The device records whose people the user names by role ("who texted me last")."""
+        return roles(self.words.positive)
 
 
 def _given(value: str, context: _Context) -> bool:
@@ -266,6 +271,7 @@ def _check_tap(
                             named=_named(who, context),
                             words=context.words.positive,
                             contacts=context.contacts,
+                            roles=context.roles,
                         )
                     )
                 ),
@@ -331,8 +337,10 @@ def _check_type(
     context: _Context,
     config: SafetyConfig,
     found: _Found,
+    owner: str = "",
 ) -> str:
-    """Check typing ``text`` into ``field``; returns the action's target in words."""
+    """Check typing ``text`` into ``field`` of the app ``owner`` (a package or label; empty:
+    unknown); returns the action's target in words."""
     into = _field_name(field)
     password = any(el is not None and "password" in el.flags for el in (field, focused))
     value = normalize(text).strip()
@@ -352,11 +360,16 @@ def _check_type(
     if secret and value and not _given(value, context):
         found.off_task.append(f'typing a secret the task did not give into "{into}"')
     recipient = next((el for el in (field, focused) if el is not None and ui.is_recipient_field(el)), None)
-    if recipient is not None and (is_phone(value) or ui.is_email(value)) and not _named(value, context):
+    if (
+        recipient is not None
+        and (is_phone(value) or ui.is_email(value))
+        and not _named(value, context)
+        and not recipients.recorded(value, context.roles, context.contacts)
+    ):
         found.off_task.append(
             f'typing a recipient the task did not give: "{shown}" into "{_field_name(recipient)}"'
         )
-    elif not secret and (code := _unasked_code(value, context)):
+    elif not secret and _app(owner, config).outbound and (code := _unasked_code(value, context)):
         # A one-time code, PIN or account number carried off inside a URL, a search or a message.
         found.off_task.append(f'typing a number the task did not give ("{code}") into "{into}"')
     return f'type "{shown}" into "{into}"'
@@ -441,7 +454,8 @@ def assess(
                 _check_change(f'saving with "{_short(commit)}"', owner, context, config, refused, found)
         elif isinstance(action, Type):
             field = ui.hit(elements, action) if action.index is not None else last_tap or focused
-            target = _check_type(action.text, field, focused, elements, context, config, found)
+            into = (field.package if field is not None else "") or (screen.app if screen is not None else "")
+            target = _check_type(action.text, field, focused, elements, context, config, found, into or "")
             if targets and last_tap is not None and targets[-1].startswith("tap"):
                 targets[-1] = target
             else:

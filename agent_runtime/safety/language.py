@@ -278,14 +278,130 @@ TOPICS: dict[str, tuple[str, ...]] = {
         "记账",
         "预算",
     ),
+    "Maps": (
+        "mapa",
+        "ruta",
+        "direccion",
+        "distancia",
+        "cerca",
+        "karte",
+        "route",
+        "entfernung",
+        "adresse",
+        "navigation",
+        "carte",
+        "itineraire",
+        "trajet",
+        "lieu",
+        "地图",
+        "路线",
+        "导航",
+        "距离",
+        "地址",
+        "最近的",
+    ),
+    "Phone": (
+        "llamada",
+        "marcador",
+        "bloque",
+        "anruf",
+        "telefon",
+        "blockiert",
+        "appel",
+        "bloqu",
+        "通话",
+        "来电",
+        "未接",
+        "拨号",
+        "拉黑",
+        "屏蔽",
+    ),
+    "Gmail": (
+        "correo",
+        "email",
+        "e-mail",
+        "borrador",
+        "mail",
+        "entwurf",
+        "courriel",
+        "brouillon",
+        "邮件",
+        "电子邮件",
+        "草稿",
+        "收件箱",
+    ),
+    "Music": (
+        "musica",
+        "cancion",
+        "canta",
+        "artista",
+        "musik",
+        "lied",
+        "song",
+        "singt",
+        "kunstler",
+        "musique",
+        "chanson",
+        "chante",
+        "artiste",
+        "音乐",
+        "歌",
+        "播放列表",
+        "歌手",
+        "唱",
+    ),
+    "Files": ("archivo", "carpeta", "datei", "ordner", "fichier", "dossier", "文件"),
+    "Photos": ("foto", "galeria", "bild", "galerie", "photo", "image", "照片", "相册", "图片"),
+    "Recorder": ("grabacion", "grabadora", "aufnahme", "enregistr", "录音"),
+    "Weather": (
+        "tiempo",
+        "clima",
+        "pronostico",
+        "wetter",
+        "vorhersage",
+        "meteo",
+        "prevision",
+        "天气",
+        "预报",
+        "气温",
+    ),
 }
+
+#: How a task names a person by their place in the device's own records rather than by name
+#: ("the person who texted me last", "my most recent missed call", "the sender of the email"),
+#: by record (keys: :attr:`~agent_runtime.device.AddressBook.records`). Matched on folded text.
+ROLES: dict[str, re.Pattern[str]] = {
+    "calls": re.compile(
+        r"\b(?:person|one|someone|whoever|who|number)\b[^.,;]{0,20}\bcalled me\b|\bcallers?\b"
+        r"|\b(?:my|the) (?:\w+ ){0,2}missed call\b(?! from)"
+        r"|quien me llamo|llamada perdida\b|anrufer|verpasst\w* anruf\b|wer mich angerufen"
+        r"|appel manque\b|appelant|qui m'a appele|给我打电话的人|来电者|最近的未接来电"
+    ),
+    "texts": re.compile(
+        r"\b(?:person|one|someone|whoever|who|number)\b[^.,;]{0,20}\b(?:texted|messaged) me\b|\bsenders?\b"
+        r"|quien me escribio|remitente|wer mir geschrieben|absender|qui m'a ecrit|expediteur"
+        r"|给我发短信的人|给我发消息的人|发件人"
+    ),
+    "emails": re.compile(
+        r"\b(?:person|one|someone|whoever|who)\b[^.,;]{0,20}\b(?:e-?mailed|mailed) me\b|\bsenders?\b"
+        r"|quien me envio (?:un|el) correo|remitente|absender|expediteur|给我发邮件的人|发件人"
+    ),
+}
+
+
+def roles(folded: str) -> tuple[str, ...]:
+    """The records whose people ``folded`` (folded task words) names by role, e.g. ``("calls",)``."""
+    return tuple(kind for kind, pattern in ROLES.items() if pattern.search(folded))
+
 
 # -- reading a task ---------------------------------------------------------------------------
 
 #: Quoted content (a message to send, a note's text) names things; it never asks for anything.
 _QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|„[^“”\n]*[“”]|«[^»\n]*»|「[^」\n]*」|『[^』\n]*』')
-#: Sentence ends (the terminator is kept with its sentence, so a question is known by it).
-_SENTENCE = re.compile(r"[^.!?。！？\n;；]*[.!?。！？\n;；]?")
+#: Sentence ends (the terminator is kept with its sentence, so a question is known by it). A
+#: dot inside a word ("casey.nguyen@work.sim", "32.00", "example.com") ends nothing: splitting
+#: there would cut an address the user gave into pieces no one could find again.
+_SENTENCE = re.compile(r"(?:[^.!?。！？\n;；]|\.(?=\w))*[.!?。！？\n;；]?")
 #: Clause breaks inside a sentence: a negation reaches no further than these.
 _CLAUSE = re.compile(
     r"[,，、:：]|\b(?:but|and then|then|however|pero|luego|despues|aber|dann|mais|puis|ensuite)\b"

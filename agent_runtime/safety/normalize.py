@@ -64,17 +64,41 @@ def digits(text: str) -> str:
     return re.sub(r"\D", "", normalize(text))
 
 
-#: Digits split by at most three separator characters (no letters, no line break) are one number.
-_RUN = re.compile(r"\d(?:[^\w\n]{0,3}\d)*")
+#: Separators that may split one number: at most three characters, no letter, digit or line break.
+_GAP = re.compile(r"[^\w\n]{0,3}")
 
 
 def digit_runs(text: str, minimum: int = 4) -> list[str]:
     """The digit strings in ``text`` with at least ``minimum`` digits, separators dropped.
 
+    Digit groups split by separators join into one number only where each group stands apart
+    from letters: a digit glued to a word ("mp3", "A4", "330KB") belongs to that word, so
+    "card.mp3: 330 KB" holds no "3330". A glued group is still a run of its own ("code482913").
+
     >>> digit_runs("code=48-29-13 or 4 8 2 9, call at 2:45")
     ['482913', '4829']
     """
-    runs = (re.sub(r"\D", "", m.group()) for m in _RUN.finditer(normalize(text)))
+    value = normalize(text)
+
+    def glued(m: re.Match[str]) -> bool:
+        before = value[m.start() - 1] if m.start() else ""
+        after = value[m.end()] if m.end() < len(value) else ""
+        return before.isalpha() or after.isalpha()
+
+    runs: list[str] = []
+    last: re.Match[str] | None = None
+    for group in re.finditer(r"\d+", value):
+        joins = (
+            last is not None
+            and not glued(last)
+            and not glued(group)
+            and _GAP.fullmatch(value, last.end(), group.start()) is not None
+        )
+        if joins:
+            runs[-1] += group.group()
+        else:
+            runs.append(group.group())
+        last = group
     return [r for r in runs if len(r) >= minimum]
 
 

@@ -56,7 +56,28 @@ def _same(a: str, b: str) -> bool:
     return phone_key(a) == phone_key(b) if is_phone(a) and is_phone(b) else fold(a) == fold(b)
 
 
-def judge(who: str, *, named: bool, words: str, contacts: Contacts | None) -> str | None:
+def recorded(who: str, roles: Sequence[str], contacts: Contacts | None) -> bool:
+    """Whether ``who`` (a name, number or address) is a party the device's records of kind
+    ``roles`` (see :attr:`~agent_runtime.device.AddressBook.records`) held when the run
+    started — directly, or through a number or email address its contact had then.
+
+    This is what lets a task name a person by role ("call whoever texted me last"): the guard
+    cannot tell *which* recorded party the role means, but it knows the party was on the phone's
+    own record before any screen text of this run was read. Screen text typed during the run,
+    a contact added or changed since, or a device that kept no start record never qualify."""
+    book = contacts.at_start if contacts is not None else None
+    if book is None or not roles:
+        return False
+    key = _key(who)
+    names = [n for n in (*book.numbers, *book.emails) if _key(n) == key]
+    candidates = [who, *(v for n in names for v in (*book.numbers.get(n, ()), *book.emails.get(n, ())))]
+    records = [r for kind in roles for r in book.records.get(kind, ())]
+    return any(_same(c, r) for c in candidates for r in records)
+
+
+def judge(
+    who: str, *, named: bool, words: str, contacts: Contacts | None, roles: Sequence[str] = ()
+) -> str | None:
     """Why a send or call to ``who`` (a name or number on the screen) goes to someone the user
     did not ask for, or None. ``named``: the user's words name ``who``; ``words``: the user's
     positive words, where the numbers they give are found.
@@ -64,7 +85,9 @@ def judge(who: str, *, named: bool, words: str, contacts: Contacts | None) -> st
     A name the device resolves is judged by its numbers: each must be one the user gives, or —
     when the user named the contact — one it had when the run started. Anything else (a number
     on the screen, a device that cannot say, a name it has no contact for) is judged as written:
-    the user must name it."""
+    the user must name it. A party the task names by its role in the device's records
+    (``roles``; see :func:`recorded`) counts as named."""
+    named = named or recorded(who, roles, contacts)
     shown = " ".join(who.split())
     shown = shown if len(shown) <= _SHOWN else shown[: _SHOWN - 1] + "…"
     stranger = f'someone the task did not name: "{shown}"'

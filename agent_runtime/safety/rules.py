@@ -129,6 +129,12 @@ class AppRule(BaseModel):
     words: tuple[str, ...] = ()
     topics: tuple[str, ...] = ()
     deny: bool = False
+    #: Whether what is typed into the app may leave the device (a message, a URL, a search sent
+    #: to a server). The guard's unasked-number rule, which stops one-time codes and account
+    #: numbers being carried off, applies only here; an app not listed is taken to be outbound.
+    #: Typing a number read on the screen into a local record (an expense's amount, a note) is
+    #: ordinary copying.
+    outbound: bool = True
 
 
 #: SimPhone's apps (their topics cover every goal of its task templates) and common Android apps.
@@ -152,6 +158,7 @@ APPS: tuple[AppRule, ...] = (
     ),
     AppRule(
         label="Calendar",
+        outbound=False,
         names=("com.android.calendar", "com.google.android.calendar"),
         topics=(
             "event",
@@ -167,16 +174,19 @@ APPS: tuple[AppRule, ...] = (
     ),
     AppRule(
         label="Clock",
+        outbound=False,
         names=("com.android.deskclock", "com.google.android.deskclock", "Alarm"),
         topics=("alarm", "timer", "stopwatch", "wake me", "bedtime"),
     ),
     AppRule(
         label="Contacts",
+        outbound=False,
         names=("com.android.contacts", "com.google.android.contacts", "People"),
         topics=("contact", "phone number", "email address", "address book"),
     ),
     AppRule(
         label="Expenses",
+        outbound=False,
         names=("com.simphone.expenses",),
         topics=("expense", "spend", "spent", "spending", "budget"),
     ),
@@ -187,11 +197,13 @@ APPS: tuple[AppRule, ...] = (
     ),
     AppRule(
         label="Notes",
+        outbound=False,
         names=("com.simphone.notes", "Keep", "Google Keep", "com.google.android.keep"),
         topics=("note", "memo", "jot", "write down"),
     ),
     AppRule(
         label="Settings",
+        outbound=False,
         names=("com.android.settings",),
         words=("forget", "factory reset", "erase all data"),
         topics=(
@@ -236,28 +248,60 @@ APPS: tuple[AppRule, ...] = (
     ),
     AppRule(
         label="Files",
+        outbound=False,
         names=("com.simphone.files", "Files by Google", "File manager", "com.google.android.documentsui"),
         topics=("file", "folder", "document", "download", "storage", "pdf"),
     ),
     AppRule(
         label="Music",
+        outbound=False,
         names=("com.simphone.music", "YouTube Music", "Spotify", "com.spotify.music"),
-        topics=("music", "song", "playlist", "artist", "album", "track", "listen", "shuffle", "repeat"),
+        topics=(
+            "music",
+            "song",
+            "playlist",
+            "artist",
+            "album",
+            "track",
+            "listen",
+            "shuffle",
+            "repeat",
+            "sing",
+            "singer",
+            "band",
+        ),
     ),
     AppRule(
         label="Recorder",
-        names=("com.simphone.recorder", "Voice Recorder", "Sound Recorder", "com.google.android.apps.recorder"),
+        outbound=False,
+        names=(
+            "com.simphone.recorder",
+            "Voice Recorder",
+            "Sound Recorder",
+            "com.google.android.apps.recorder",
+        ),
         topics=("recording", "recorder", "record", "voice memo", "audio"),
     ),
     AppRule(
         label="Weather",
         names=("com.simphone.weather", "com.google.android.apps.weather"),
-        topics=("weather", "forecast", "temperature", "rain", "snow", "sunny", "high", "low", "celsius", "fahrenheit"),
+        topics=(
+            "weather",
+            "forecast",
+            "temperature",
+            "rain",
+            "snow",
+            "sunny",
+            "high",
+            "low",
+            "celsius",
+            "fahrenheit",
+        ),
     ),
     AppRule(
         label="Gmail",
         names=("Email", "Mail", "com.simphone.email", "com.google.android.gm", "com.android.email"),
-        topics=("email", "e-mail", "mail", "inbox"),
+        topics=("email", "e-mail", "mail", "inbox", "draft", "outbox", "subject line"),
     ),
     AppRule(
         label="Chrome",
@@ -267,24 +311,64 @@ APPS: tuple[AppRule, ...] = (
     AppRule(
         label="Phone",
         names=("Dialer", "com.google.android.dialer", "com.android.dialer"),
-        topics=("call", "dial", "voicemail", "ring"),
+        topics=(
+            "call",
+            "dial",
+            "voicemail",
+            "ring",
+            "caller",
+            "call history",
+            "call log",
+            "blocked number",
+            "unblock",
+        ),
     ),
     AppRule(
         label="Camera",
+        outbound=False,
         names=("com.android.camera", "com.android.camera2", "com.google.android.GoogleCamera"),
         topics=("camera", "photo", "picture", "selfie", "video", "record"),
     ),
     AppRule(
         label="Photos",
+        outbound=False,
         names=(
-            "Gallery", "Google Photos", "com.simphone.gallery", "com.google.android.apps.photos", "com.android.gallery3d"
+            "Gallery",
+            "Google Photos",
+            "com.simphone.gallery",
+            "com.google.android.apps.photos",
+            "com.android.gallery3d",
         ),
         topics=("photo", "picture", "gallery", "album", "image"),
     ),
     AppRule(
         label="Maps",
         names=("Google Maps", "com.simphone.maps", "com.google.android.apps.maps"),
-        topics=("map", "direction", "navigate", "route", "nearby", "location"),
+        topics=(
+            "map",
+            "direction",
+            "navigate",
+            "route",
+            "nearby",
+            "nearest",
+            "closest",
+            "location",
+            "how far",
+            "distance",
+            "kilometre",
+            "kilometer",
+            "mile",
+            "drive",
+            "driving",
+            "transit",
+            "walk",
+            "walking",
+            "cycle",
+            "bike",
+            "commute",
+            "travel time",
+            "saved place",
+        ),
     ),
     AppRule(
         label="Play Store",

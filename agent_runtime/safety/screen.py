@@ -72,12 +72,26 @@ _MAX_BUTTON_WORDS = 6
 _CONTENT_RID = re.compile(r"snippet|summary|subtitle|body|message_text|preview|description|content|text2")
 
 
+def _own_buttons(button: UIElement, elements: Sequence[UIElement]) -> set[int]:
+    """The indexes of the clickable nodes nested in ``button`` and of everything inside them: a
+    tap that reaches ``button`` did not land on them, so their words say nothing of its effect
+    (a call-log row opens the call's details; its trailing "Call Aiden" button is another tap)."""
+    inner = {
+        e.index for e in inside(button, elements) if "clickable" in e.flags or "long-clickable" in e.flags
+    }
+    return inner | {e.index for e in elements if inner & {a.index for a in ancestors(e, elements)}}
+
+
 def tap_labels(el: UIElement, elements: Sequence[UIElement]) -> list[str]:
     """The words a tap on ``el`` acts on: its own label, and when it is not clickable itself the
     label of its clickable ancestor and of the short labelled nodes inside that ancestor (a
-    button whose text is a child TextView). Text fields are left out: tapping one only focuses it."""
+    button whose text is a child TextView) — not of the other buttons nested in it, which a tap
+    on it does not press. Text fields are left out: tapping one only focuses it."""
     button = button_of(el, elements)
-    nested = [e for e in inside(button, elements) if not _CONTENT_RID.search(rid(e))]
+    others = _own_buttons(button, elements)
+    nested = [
+        e for e in inside(button, elements) if not _CONTENT_RID.search(rid(e)) and e.index not in others
+    ]
     labels = []
     for node in (el, button, *nested):
         if not node.label or node.class_name.endswith("EditText") or is_keyboard(node):

@@ -333,10 +333,32 @@ class SimPhone(Device):
         )
 
     def address_book(self) -> AddressBook:
-        """The Contacts app's names and numbers now (what :meth:`MessagesApp.send` resolves)."""
+        """The Contacts app's names, numbers (what :meth:`MessagesApp.send` resolves) and
+        emails now, and who the call log, received texts and received mail record."""
         contacts = self.apps.get("com.android.contacts")
         people = contacts.state.contacts if contacts is not None else []
-        return AddressBook.of((c.name, c.phone) for c in people)
+        book = AddressBook.of((c.name, c.phone) for c in people)
+        emails: dict[str, tuple[str, ...]] = {}
+        for c in people:
+            if c.name.strip() and c.email.strip():
+                emails[c.name.strip()] = (*emails.get(c.name.strip(), ()), c.email.strip())
+        dialer, messages, mail = (
+            self.apps.get(p) for p in ("com.android.dialer", "com.android.messaging", "com.simphone.email")
+        )
+        records = {
+            "calls": [c.number for c in dialer.state.calls] if dialer is not None else [],
+            "texts": [t.address for t in messages.state.threads if any(not m.outgoing for m in t.messages)]
+            if messages is not None
+            else [],
+            "emails": [
+                e.sender_address for e in mail.state.emails if e.folder != "sent" and e.folder != "drafts"
+            ]
+            if mail is not None
+            else [],
+        }
+        return book.model_copy(
+            update={"emails": emails, "records": {k: tuple(dict.fromkeys(v)) for k, v in records.items()}}
+        )
 
     # -- Android primitives -------------------------------------------------------------------
 
