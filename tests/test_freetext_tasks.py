@@ -207,7 +207,7 @@ def test_a_goal_is_checked_on_the_phone_the_run_uses():
 def test_no_template_says_so_before_the_run_with_the_closest_ones():
     check = plan_check("Add a note saying buy milk", None)
     assert isinstance(check, StateChangeCheck)
-    assert "no SimPhone task template expresses this goal" in check.notice
+    assert "no SimPhone template expresses this goal" in check.notice
     assert "NotesCreate" in check.notice
 
 

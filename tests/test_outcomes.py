@@ -173,7 +173,7 @@ def test_a_text_no_template_has_is_judged_by_the_phone_and_refuted(tmp_path):
     assert res.exit_code == 1, res.output
     text = one_line(res.stderr)
     said_first = text.split("failed after")[0]
-    assert "no SimPhone task template expresses this goal (closest: NotesCreate" in said_first
+    assert "no SimPhone template expresses this goal (closest: NotesCreate" in said_first
     assert "failed the check: SimPhone (the phone's state change)" in text
     assert "check: nothing on the phone changed" in text
 

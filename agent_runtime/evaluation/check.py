@@ -223,11 +223,10 @@ class StateChangeCheck(RunCheck):
 
     @property
     def notice(self) -> str:
-        near = "; ".join(f"{t.name}: {t.goal!r}" for t in self.closest)
+        near = ", ".join(t.task_name() for t in self.closest)
         return (
-            f"no SimPhone task template expresses this goal (closest: {near}), so it is judged by "
-            f"what the run changes on this phone (simphone:{self.seed}); rephrase it like a template "
-            "to have the template's own check"
+            f"no SimPhone template expresses this goal (closest: {near}; `agent-runtime simphone tasks`): "
+            f"it is judged by what the run changes on simphone:{self.seed}"
         )
 
     def prepare(self, phone: SimPhone) -> None:

@@ -73,6 +73,8 @@ def single_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
 def served_model(caller: RoleCaller) -> str:
     """The id of the model the caller talks to: for an endpoint configured with ``model =
     "auto"`` the id it serves (asked once, ``GET /models``), which ``profile = "auto"`` reads."""
+    if caller.model_config.base_url is None:  # in process: the configured ref is the model
+        return caller.model_id
     resolve = getattr(caller.chat_model, "_model_id", None)  # the runtime's chat models resolve it
     return str(resolve()) if callable(resolve) else caller.model_id
 

@@ -161,7 +161,9 @@ class TransformersChatModel(OpenAIShapedChatModel):
         }
 
     def _model_id(self) -> str:
-        return self._adapter_name if self.adapter is not None else self.engine.served_name
+        if self.adapter is not None:
+            return self._adapter_name
+        return self.engine.served_name if self.engine is not None else self.path  # not loaded yet
 
     def _complete(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
         from agent_runtime.models.protocol import BadRequest, ChatCompletionRequest

@@ -51,7 +51,7 @@ def optimizer_steps(rows: int, cfg: SFTConfig) -> int:
     """
     if cfg.max_steps > 0:
         return cfg.max_steps
-    per_epoch = max(math.ceil(rows / cfg.batch_size) // cfg.gradient_accumulation_steps, 1)
+    per_epoch = max(math.ceil(math.ceil(rows / cfg.batch_size) / cfg.gradient_accumulation_steps), 1)
     return math.ceil(cfg.epochs * per_epoch)
 
 
