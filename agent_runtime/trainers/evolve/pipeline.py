@@ -381,6 +381,9 @@ class Evolution:
             "selection": self.opts.eval_episodes,
             "final": self.opts.heldout_episodes if tasks is not None else self.opts.final_per_template(),
         }[split]
+        # A template-held-out template was never trained on: any instance of it is held out, and
+        # some have too few parameter sets to fill the final half alone.
+        heldout = split == "final" and tasks is not None
         tasks = tasks or (self.train_tasks if rollouts else self.selection_tasks)
         if split == "final" and (cached := self._scored(where / name, tasks, episodes)) is not None:
             return cached
@@ -412,7 +415,7 @@ class Evolution:
         report = evaluate(
             policy,
             tasks=tasks,
-            split=split,
+            split="all" if heldout else split,
             episodes=episodes,
             seed=seed,
             workers=self.opts.workers,
