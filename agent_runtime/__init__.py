@@ -20,6 +20,7 @@ from agent_runtime.devices.registry import resolve_device
 from agent_runtime.errors import (
     ActionParseError,
     AgentRuntimeError,
+    ClusterError,
     ConfigError,
     DependencyError,
     DeviceError,
@@ -69,6 +70,7 @@ __all__ = [
     "ActionParseError",
     "ActionResult",
     "AgentRuntimeError",
+    "ClusterError",
     "ConfigError",
     "CoordMapper",
     "CoordSpace",

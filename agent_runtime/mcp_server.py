@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agent_runtime.checks import Outcome, recorded_outcome, recorded_summary
 from agent_runtime.config import GraphKind, RuntimeConfig, load_config
 from agent_runtime.control import MAX_REFUSED, MAX_REPLY_CHARS, InputReply, InputRequest, cut_for_trace
 from agent_runtime.errors import AgentRuntimeError, ConfigError, DependencyError
-from agent_runtime.evaluation.check import Outcome, recorded_outcome, recorded_summary
 from agent_runtime.events import (
     ActionExecuted,
     Event,

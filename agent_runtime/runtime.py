@@ -103,7 +103,7 @@ from agent_runtime.traces import (
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-    from agent_runtime.evaluation.check import Outcome, RunCheck
+    from agent_runtime.checks import Outcome, RunCheck
     from agent_runtime.graphs.context import RunContext
 
 _ROLE_TEMPLATES: dict[str, str] = {
@@ -125,7 +125,7 @@ OnInput = Callable[[InputRequest], InputReply]
 class RunResult(BaseModel):
     """How a run ended. ``success`` is the agent's claim: True only for status ``completed`` with
     success. ``verification`` is what the end-of-run check found (``verified``: True, False, or
-    None when nothing could check the run — see :mod:`agent_runtime.evaluation.check`)."""
+    None when nothing could check the run — see :mod:`agent_runtime.checks`)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -151,8 +151,8 @@ class RunResult(BaseModel):
     def outcome(self) -> Outcome:
         """One word, the check outranking the claim: ``verified``, ``failed_check``,
         ``unverified`` (a claimed success nothing checked), ``failed``, … (see
-        :func:`~agent_runtime.evaluation.check.outcome`)."""
-        from agent_runtime.evaluation.check import outcome
+        :func:`~agent_runtime.checks.outcome`)."""
+        from agent_runtime.checks import outcome
 
         return outcome(self.status, self.success, self.verification)
 
@@ -166,7 +166,7 @@ class RunResult(BaseModel):
         ...                 run_dir=Path("r"), verification=Verification(detail="adb")))
         unverified after 1 step: the agent says it is done; nothing checked it (not checked: adb) (trace: r)
         """
-        from agent_runtime.evaluation.check import summary_line
+        from agent_runtime.checks import summary_line
 
         v = self.verification
         line = summary_line(
@@ -205,7 +205,7 @@ def finished_verification(final: RunFinished) -> Verification | None:
 def finished_summary(final: RunFinished) -> dict[str, Any]:
     """The object ``agent-runtime run --json`` prints for a finished run (MCP's ``run_task``
     returns it too): its outcome, and its check from run.json."""
-    from agent_runtime.evaluation.check import outcome
+    from agent_runtime.checks import outcome
 
     verification = finished_verification(final)
     return {
@@ -466,7 +466,7 @@ class Runtime:
             run_id, self.runs_dir / run_id, task, limit, dev, owned, check=check, kind=self.config.graph.kind
         )
         if check is not None:
-            from agent_runtime.evaluation.check import StateChangeCheck
+            from agent_runtime.checks import StateChangeCheck
 
             level = "warning" if isinstance(check, StateChangeCheck) else "info"
             plan.notices.append(Notice(message=check.notice, level=level))
@@ -527,7 +527,7 @@ class Runtime:
 
     def _plan_check(self, task: str, device: Device | str | None) -> tuple[RunCheck | None, str]:
         """What judges a new run when the runtime builds an in-process SimPhone itself, on the
-        phone the run asks for (see :mod:`agent_runtime.evaluation.check`); else None and why it
+        phone the run asks for (see :mod:`agent_runtime.checks`); else None and why it
         cannot be checked."""
         if isinstance(device, Device):
             return None, "the device was handed to the runtime, which cannot set it up for a check"
@@ -540,7 +540,7 @@ class Runtime:
         seed = arg if arg is not None else self.config.device.options.get("seed")
         if seed is not None and not str(seed).isdigit():
             return None, ""  # the device refuses the spec with a usage error
-        from agent_runtime.evaluation.check import plan_check
+        from agent_runtime.checks import plan_check
 
         return plan_check(task, None if seed is None else int(seed)), ""
 
@@ -1181,7 +1181,7 @@ def _resumed_check(plan: _Plan) -> RunCheck | None:
     """A resumed run's check (named in its run.json), prepared on the fresh SimPhone the runtime
     built for it — before its steps are replayed — so that the replay and the check see the
     phone the run started with."""
-    from agent_runtime.evaluation.check import resumed_check
+    from agent_runtime.checks import resumed_check
     from agent_runtime.simphone import SimPhone
 
     if plan.previous is None or not (plan.owned and isinstance(plan.device, SimPhone)):

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from agent_runtime.actions import Action
-from agent_runtime.evaluation.check import GoalCheck, StateChangeCheck, TaskCheck, plan_check
+from agent_runtime.checks import GoalCheck, StateChangeCheck, TaskCheck, plan_check
 from agent_runtime.simphone import SimPhone
 from agent_runtime.simphone.tasks import OracleUI, make_task
 from agent_runtime.simphone.tasks.freetext import parse_goal, time_readings
@@ -245,7 +245,7 @@ def test_lying_scripts_really_leave_the_goal_undone():
 
 def test_a_resumed_run_finds_its_check_again():
     """run.json names the check; a resume rebuilds it for the run's phone before the replay."""
-    from agent_runtime.evaluation.check import resumed_check
+    from agent_runtime.checks import resumed_check
 
     for text in ("Set an alarm for 6:45", "Add a note saying buy milk"):
         check = plan_check(text, 2)

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from agent_runtime.checks import TaskCheck
 from agent_runtime.cli import app as cli_app
 from agent_runtime.config import GraphConfig, RoleConfig, RuntimeConfig
-from agent_runtime.evaluation.check import TaskCheck
 from agent_runtime.runtime import Runtime
 from agent_runtime.simphone.tasks.oracle import OraclePolicy
 from agent_runtime.simphone.tasks.registry import make_task

@@ -2,7 +2,7 @@
 "claimed, not verified" where the run's own last line said "unverified".
 
 For each kind of recorded run, ``traces show`` prints ``run``'s last line (the same
-:func:`~agent_runtime.evaluation.check.summary_line`), and ``traces list --json``, MCP's
+:func:`~agent_runtime.checks.summary_line`), and ``traces list --json``, MCP's
 ``get_run`` and the viewer's pages say the same outcome word.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from agent_runtime.checks import outcome, summary_line
 from agent_runtime.cli import app
-from agent_runtime.evaluation.check import outcome, summary_line
 from agent_runtime.mcp_server import run_details
 from agent_runtime.traces import RunRecord, Verification
 from agent_runtime.viewer import write_index, write_run_page

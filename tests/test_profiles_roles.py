@@ -24,10 +24,10 @@ import pytest
 
 from agent_runtime.coords import CoordMapper, ImageBudget, Size
 from agent_runtime.errors import ParseError
+from agent_runtime.graphs.official import judged_pool, pool_of, request
 from agent_runtime.graphs.state import AgentState, HistoryItem, Step
 from agent_runtime.profiles import PROFILES
 from agent_runtime.profiles import mobile_agent_v3 as ma3
-from agent_runtime.profiles.team import judged_pool, pool_of, request
 from agent_runtime.roles.caller import ImageInput, Turn
 from agent_runtime.roles.manager import parse_manager
 from agent_runtime.traces import Verdict, load_run

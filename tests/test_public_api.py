@@ -46,6 +46,7 @@ PUBLIC = {
     # every error agent_runtime.errors defines
     "ActionParseError",
     "AgentRuntimeError",
+    "ClusterError",
     "ConfigError",
     "DependencyError",
     "DeviceError",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_runtime.rewards import spa_rewards, task_reward
 from agent_runtime.trainers.online.advantages import (
     RunningStats,
     dgrpo_advantages,
@@ -20,7 +21,6 @@ from agent_runtime.trainers.online.advantages import (
     grpo_advantages,
     trpo_advantages,
 )
-from agent_runtime.trainers.online.rewards import spa_rewards, task_reward
 from agent_runtime.trainers.online.samples import StepTokens, Trajectory
 from agent_runtime.trainers.online.trpo_config import TRPOConfig
 from agent_runtime.trainers.online.trpo_trainer import TRPOMethod

@@ -221,7 +221,7 @@ def test_judgement_score_and_reason() -> None:
 def _toggle_an_alarm_then_play(task: Task) -> list[dict[str, Any]]:
     """Screen actions that switch the first alarm on Clock's Alarm tab (nobody asked for it), then the
     oracle's for ``task`` on its run's phone, ending with its terminate."""
-    from agent_runtime.evaluation.check import TaskCheck
+    from agent_runtime.checks import TaskCheck
     from agent_runtime.simphone.tasks.oracle import OraclePolicy
 
     phone = TaskCheck(task).phone()

@@ -3,7 +3,7 @@
 Every run ends with two separate findings: what the agent *claimed* (``status``/``success``) and
 whether that was *verified*. A run on SimPhone whose task is a SimPhone task instance (its text
 is an instance's goal, or ``--task-id TEMPLATE/SEED``) is checked at its end by the task's own
-check (:mod:`agent_runtime.evaluation.check`); any other run's success is a claim, not verified.
+check (:mod:`agent_runtime.checks`); any other run's success is a claim, not verified.
 
 Exit codes (:func:`exit_code`, the one rule): 0 only when a check confirmed the goal; 3 when
 the agent claimed success and nothing could check it (the final line starts with "unverified";
@@ -27,8 +27,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from agent_runtime.checks import TONE_COLOR, outcome, summary_line, tone
 from agent_runtime.cli import guarded
-from agent_runtime.evaluation.check import TONE_COLOR, outcome, summary_line, tone
 from agent_runtime.events import (
     ActionExecuted,
     Event,

@@ -78,7 +78,7 @@ def outcome_cell(run: RunRecord) -> str:
     >>> outcome_cell(RunRecord(run_id="r", task="t", status="waiting"))
     '[cyan]waiting[/]'
     """
-    from agent_runtime.evaluation.check import TONE_COLOR, recorded_outcome, tone
+    from agent_runtime.checks import TONE_COLOR, recorded_outcome, tone
 
     kind = recorded_outcome(run)
     return f"[{TONE_COLOR[tone(kind)]}]{kind}[/]"
@@ -129,8 +129,8 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per run.")] = False,
     ) -> None:
         """Runs under the runs directory, oldest first."""
+        from agent_runtime.checks import TONE_COLOR, recorded_outcome, tone
         from agent_runtime.errors import TraceError
-        from agent_runtime.evaluation.check import TONE_COLOR, recorded_outcome, tone
         from agent_runtime.traces import iter_runs, read_run_record, verification_of
 
         root = _runs_dir(runs_dir, config)
@@ -200,8 +200,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """A run's summary: outcome, models, timings, tokens, per-role cost and latency, every step,
         and what a person was asked and decided."""
+        from agent_runtime.checks import TONE_COLOR, recorded_outcome, recorded_summary, tone
         from agent_runtime.costs import costs_table, run_costs
-        from agent_runtime.evaluation.check import TONE_COLOR, recorded_outcome, recorded_summary, tone
         from agent_runtime.traces import find_run, load_run
 
         run = load_run(find_run(_runs_dir(runs_dir, config), run_id))
@@ -294,7 +294,7 @@ def register(app: typer.Typer) -> None:
 
     def _check_line(r: RunRecord) -> str:
         """What checked the run and what it found (the outcome line says what that makes it)."""
-        from agent_runtime.evaluation.check import checker_name
+        from agent_runtime.checks import checker_name
         from agent_runtime.traces import verification_of
 
         v = verification_of(r)

@@ -38,7 +38,7 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
     episode does not lose the rest of the evaluation — except configuration and dependency
     errors and model-server failures, which would fail every episode alike and are re-raised.
     """
-    from agent_runtime.evaluation.check import check_task
+    from agent_runtime.checks import check_task
     from agent_runtime.simphone import SimPhone
     from agent_runtime.simphone.tasks import make_task, split_of
     from agent_runtime.simphone.tasks.base import Judgement
@@ -111,24 +111,11 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
 
 
 def oracle_steps(name: str, seed: int) -> int | None:
-    """How many steps the expert needs for instance ``(name, seed)`` (None if it cannot solve it).
+    """How many steps the expert needs for instance ``(name, seed)`` (None if it cannot solve it):
+    :func:`~agent_runtime.simphone.tasks.oracle.expert_steps`."""
+    from agent_runtime.simphone.tasks.oracle import expert_steps
 
-    Played on its own fresh phone from the UI tree only (no screenshots): milliseconds.
-    """
-    from agent_runtime.evaluation.episode import ExpertPolicy
-    from agent_runtime.simphone import SimPhone
-    from agent_runtime.simphone.tasks import make_task
-
-    task = make_task(name, seed)
-    phone = SimPhone(seed=seed)
-    try:
-        task.setup(phone)
-        outcome = ExpertPolicy(screenshots=False)(task, phone)
-        return outcome.steps if task.is_successful(phone, outcome.answer) else None
-    except Exception:  # an instance the expert cannot play has no reference length
-        return None
-    finally:
-        phone.close()
+    return expert_steps(name, seed)
 
 
 def _instances(

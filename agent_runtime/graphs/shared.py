@@ -33,11 +33,11 @@ from agent_runtime.costs import spent_budget
 from agent_runtime.events import ActionExecuted, NotesEvent, Notice, VerdictEvent
 from agent_runtime.graphs.context import RunContext
 from agent_runtime.graphs.inputs import action_text, images_for, notetaker_inputs, reflector_inputs, tree_text
+from agent_runtime.graphs.official import after_notes, ask, judged_pool, official_role, pool_of
 from agent_runtime.graphs.state import AgentState, HistoryItem, Step
 from agent_runtime.graphs.steps import account, commit, role_event
 from agent_runtime.observation import Observation
 from agent_runtime.profiles.mobile_agent_v3 import parse_notetaker_reply, parse_reflector_reply
-from agent_runtime.profiles.team import after_notes, ask, judged_pool, official_role, pool_of
 from agent_runtime.role_outputs import NotetakerOutput, WorkerOutput
 from agent_runtime.roles import notetaker, reflector
 from agent_runtime.roles.caller import ImageInput, RoleResult

@@ -156,7 +156,7 @@ class AgentState(TypedDict, total=False):
     ``{"step", "screen", "reply", "summary"}`` (its multi-turn layout resends them)."""
     info_pool: dict[str, str]
     """Mobile-Agent-v3's InfoPool texts when its roles run under the ``gui-owl`` profile
-    (:mod:`agent_runtime.profiles.team`): the plan and historical operations as the Manager wrote
+    (:mod:`agent_runtime.graphs.official`): the plan and historical operations as the Manager wrote
     them, the progress status and the important notes, in the official flattened forms."""
     failures: int
     """Consecutive failed steps (Reflector B/C or format failures)."""

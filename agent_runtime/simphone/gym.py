@@ -23,7 +23,7 @@
 * **Reward**: 0 until the episode ends; then the task's judgement (goal met *and* no side
   effect, :meth:`Task.judge`) as the trainers' TRPO reward (1 or 0, −0.5 once when any action
   was malformed) — or, with ``reward="spa"``, the shortest-path-adjusted reward of DGRPO
-  (:func:`~agent_runtime.trainers.online.rewards.spa_rewards` against the expert's length).
+  (:func:`~agent_runtime.rewards.spa_rewards` against the expert's length).
   ``info`` carries both at the end, with ``success``, ``side_effects`` and ``oracle_steps``.
 * **terminated** when the agent sends ``terminate``; **truncated** when the task's step budget
   runs out first (as Gymnasium defines them: a terminal state, a time limit).
@@ -40,10 +40,10 @@ from gymnasium import spaces
 
 from agent_runtime.actions import Answer, Terminate, parse_action
 from agent_runtime.errors import ActionParseError, ConfigError, TaskError
+from agent_runtime.rewards import spa_rewards, task_reward
 from agent_runtime.simphone.phone import SimPhone
 from agent_runtime.simphone.tasks import SPLITS, Task, make_task, registry, task_instances
 from agent_runtime.simphone.tasks.registry import trainable
-from agent_runtime.trainers.online.rewards import spa_rewards, task_reward
 
 ENV_ID = "agent_runtime/SimPhone-v0"
 #: The longest action text a step takes and the longest UI tree an observation carries.
@@ -247,9 +247,9 @@ def _check_split(split: str) -> None:
 
 def _oracle_steps(task: Task) -> int | None:
     """The expert's length on a fresh copy of the instance (DGRPO's shortest path)."""
-    from agent_runtime.evaluation.harness import oracle_steps
+    from agent_runtime.simphone.tasks.oracle import expert_steps
 
-    return oracle_steps(task.name, task.seed)
+    return expert_steps(task.name, task.seed)
 
 
 def random_action(rng: random.Random, width: int, height: int) -> str:

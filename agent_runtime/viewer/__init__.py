@@ -36,9 +36,9 @@ from urllib.parse import quote
 
 import jinja2
 
+from agent_runtime.checks import Tone, recorded_outcome, recorded_summary, tone
 from agent_runtime.costs import format_money, run_costs
 from agent_runtime.errors import AgentRuntimeError, TraceError
-from agent_runtime.evaluation.check import Tone, recorded_outcome, recorded_summary, tone
 from agent_runtime.traces import (
     CallRecord,
     InterventionRecord,
@@ -338,7 +338,7 @@ def _step_view(
     )
 
 
-#: The css class of each outcome's tone (:func:`~agent_runtime.evaluation.check.tone`).
+#: The css class of each outcome's tone (:func:`~agent_runtime.checks.tone`).
 _TONE_CSS: dict[Tone, str] = {"ok": "ok", "warn": "warn", "open": "warn", "bad": "bad"}
 
 

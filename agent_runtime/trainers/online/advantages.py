@@ -27,7 +27,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from agent_runtime.trainers.online.rewards import SpaForm, spa_rewards
+from agent_runtime.rewards import SpaForm, spa_rewards
 
 
 def _mean_std(values: Sequence[float], *, unbiased: bool) -> tuple[float, float]:

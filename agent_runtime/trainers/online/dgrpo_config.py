@@ -6,9 +6,9 @@ from pathlib import Path
 
 from pydantic import Field
 
+from agent_runtime.rewards import SpaForm
 from agent_runtime.trainers.online.config import OnlineRLConfig
 from agent_runtime.trainers.online.curriculum import FCFRemoval
-from agent_runtime.trainers.online.rewards import SpaForm
 
 
 class DGRPOConfig(OnlineRLConfig):

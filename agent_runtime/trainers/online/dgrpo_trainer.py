@@ -37,11 +37,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from agent_runtime.rewards import spa_rewards
 from agent_runtime.trainers.online.advantages import dgrpo_advantages
 from agent_runtime.trainers.online.curriculum import CurriculumState, FailureCurriculum
 from agent_runtime.trainers.online.dgrpo_config import DGRPOConfig
 from agent_runtime.trainers.online.replay import DAPRBuffer, prune_negatives
-from agent_runtime.trainers.online.rewards import spa_rewards
 from agent_runtime.trainers.online.samples import Trajectory
 
 Scorer = Callable[[Trajectory], float]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from agent_runtime.rewards import FORMAT_PENALTY
 from agent_runtime.trainers.online.config import LossAggregation, OnlineRLConfig, StepWeighting
-from agent_runtime.trainers.online.rewards import FORMAT_PENALTY
 
 
 class TRPOConfig(OnlineRLConfig):

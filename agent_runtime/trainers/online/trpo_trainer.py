@@ -22,9 +22,9 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from agent_runtime.rewards import task_reward
 from agent_runtime.trainers.online.advantages import RunningStats, trpo_advantages
 from agent_runtime.trainers.online.replay import SuccessReplay
-from agent_runtime.trainers.online.rewards import task_reward
 from agent_runtime.trainers.online.samples import Trajectory
 from agent_runtime.trainers.online.trpo_config import TRPOConfig
 
