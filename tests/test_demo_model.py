@@ -30,7 +30,10 @@ SUBSET: list[tuple[str, int]] = [
     ("MessagesReachConversation", 0),
     ("ShopCartTotalQuestion", 1),
 ]
-FLOOR = 2  # measured 3/3 (docs/demo-model.md, the test-split table); one failure of margin
+# The README promises ~1 in 3. Measured 3/3 on the machine of docs/demo-model.md's test-split table,
+# but 1/3 on an AVX-512 Xeon without native bfloat16 (2026-11-28, the same code at the round's
+# first commit too): greedy replies of a 135M model differ with the processor's arithmetic.
+FLOOR = 1
 
 
 def dead_url() -> str:
