@@ -11,7 +11,6 @@ recorded ``interrupted`` (resumable), never left ``running``.
 from __future__ import annotations
 
 import json
-import os
 import queue
 import re
 import signal
@@ -27,8 +26,8 @@ import pytest
 
 from agent_runtime.traces import read_run_record
 from tests.doubles import ScriptedOpenAIServer, manager_reply, notetaker_reply, worker_reply
+from tests.test_interrupt import _env
 
-ROOT = Path(__file__).resolve().parents[1]
 #: From the signal to the process's exit (about 1 s asked; a loaded CI box is slower).
 BOUND_S = 2.0
 SIGNALS = pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
@@ -60,12 +59,6 @@ class HangAll:
             "reflector": "### Outcome ###\nA\n\n### Error Description ###\nNone\n",
             "notetaker": notetaker_reply("- ok"),
         }
-
-
-def _env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_RUNTIME_")}
-    env.update(PYTHONPATH=str(ROOT), HOME=str(home), PYTHONUNBUFFERED="1", COLUMNS="200")
-    return env
 
 
 def cli(

@@ -131,6 +131,14 @@ class App(ABC):
         """Consume Back before the stack pops (e.g. clear a search). True when handled."""
         return False
 
+    def clear_search(self) -> bool:
+        """Back on a main screen with a search typed clears the search first, as list apps do;
+        True when it did (for :meth:`handle_back`)."""
+        if self.screen.name == "main" and self.field("search"):
+            self.screen.fields["search"] = ""
+            return True
+        return False
+
     def on_swipe(self, x1: int, y1: int, x2: int, y2: int) -> bool:
         """A swipe that no scrollable view took. True when handled."""
         return False

@@ -149,10 +149,7 @@ class ContactsApp(App):
         )
 
     def handle_back(self) -> bool:
-        if self.screen.name == "main" and self.field("search"):
-            self.screen.fields["search"] = ""
-            return True
-        return False
+        return self.clear_search()
 
     def _open(self, contact_id: int) -> Callable[[], None]:
         def run() -> None:

@@ -275,10 +275,7 @@ class DialerApp(App):
         if self.screen.name == "call":
             self._hang_up()
             return True
-        if self.screen.name == "main" and self.field("search"):
-            self.screen.fields["search"] = ""
-            return True
-        return False
+        return self.clear_search()
 
     def _opener(self, screen: str, item_id: int) -> Callable[[], None]:
         def run() -> None:

@@ -121,10 +121,7 @@ class FilesApp(App):
         return "com.simphone.files.DetailsActivity" if self.screen.name == "details" else self.activity
 
     def handle_back(self) -> bool:
-        if self.screen.name == "main" and self.field("search"):
-            self.screen.fields["search"] = ""
-            return True
-        return False
+        return self.clear_search()
 
     # -- screens --------------------------------------------------------------------------------
 

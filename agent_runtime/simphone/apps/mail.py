@@ -215,10 +215,7 @@ class EmailApp(App):
         if self.screen.name == "compose":
             self._save_draft()
             return False
-        if self.screen.name == "main" and self.field("search"):
-            self.screen.fields["search"] = ""
-            return True
-        return False
+        return self.clear_search()
 
     def _open(self, email_id: int) -> Callable[[], None]:
         def run() -> None:

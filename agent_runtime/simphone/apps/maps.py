@@ -190,10 +190,7 @@ class MapsApp(App):
         return ui.page("Maps", body, back=False, scroll_key="maps")
 
     def handle_back(self) -> bool:
-        if self.screen.name == "main" and self.field("search"):
-            self.screen.fields["search"] = ""
-            return True
-        return False
+        return self.clear_search()
 
     def _remember(self) -> None:
         text = self.field("search").strip()

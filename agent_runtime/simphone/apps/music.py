@@ -112,10 +112,7 @@ class MusicApp(App):
         return "com.simphone.music.PlayerActivity" if self.screen.name == "player" else self.activity
 
     def handle_back(self) -> bool:
-        if self.screen.name == "main" and self.field("search"):
-            self.screen.fields["search"] = ""
-            return True
-        return False
+        return self.clear_search()
 
     # -- screens --------------------------------------------------------------------------------
 
