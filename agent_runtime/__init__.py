@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 from agent_runtime.actions import Action, ActionResult, parse_action
 from agent_runtime.config import RuntimeConfig, SafetyConfig, load_config
 from agent_runtime.control import InputReply, InputRequest
@@ -48,6 +46,7 @@ from agent_runtime.events import (
     VerdictEvent,
 )
 from agent_runtime.observation import Observation, UIElement, compress_ui_xml, parse_ui_xml
+from agent_runtime.version import __version__
 
 if TYPE_CHECKING:
     from agent_runtime.runtime import RunInterrupted, RunResult, Runtime

@@ -281,7 +281,7 @@ def build_server(tools: RuntimeTools) -> "MCPServer":
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import ImageContent
 
-    from agent_runtime import __version__
+    from agent_runtime.version import __version__
 
     server: MCPServer = MCPServer(
         name="agent-runtime",

@@ -145,7 +145,7 @@ def open_telemetry(config: RuntimeConfig, run_id: str) -> RunTelemetry | None:
         raise DependencyError(
             "opentelemetry-sdk", "otel", "OpenTelemetry export ([tracing] otel = true)"
         ) from None
-    from agent_runtime import __version__
+    from agent_runtime.version import __version__
 
     tracer = _provider().get_tracer(_SCOPE, __version__)
     capture = os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"

@@ -213,3 +213,85 @@ def test_the_tree_the_architecture_is_read_from() -> None:
         if not present(PACKAGE / package / entry, entry)
     ]
     assert not missing, f"missing from the layout: {missing}"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def file_graph() -> Edges:
+    """Edges between files: an import names the longest module it reaches
+    (``from agent_runtime.simphone import phone`` → ``agent_runtime.simphone.phone``;
+    ``from agent_runtime.simphone import Phone`` → the package's ``__init__``)."""
+    modules = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+    def resolve(name: str) -> str | None:
+        parts = name.split(".")
+        while parts:
+            if ".".join(parts) in modules:
+                return ".".join(parts)
+            parts.pop()
+        return None
+
+    edges: Edges = defaultdict(list)
+    for here, path in sorted(modules.items()):
+        package = here.split(".") if path.name == "__init__.py" else here.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                module = ".".join([*base, *([node.module] if node.module else [])])
+                names = [f"{module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for name in names:
+                there = resolve(name) if name.split(".")[0] == ROOT else None
+                if there and there != here:
+                    edges[(here, there)].append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    return dict(edges)
+
+
+def test_no_file_imports_itself_through_others() -> None:
+    """No circle at all between files, lazy and ``TYPE_CHECKING`` imports included: a module
+    that reaches itself through others cannot be read, tested or loaded on its own."""
+    edges = file_graph()
+    nodes = {module for edge in edges for module in edge}
+    problems = [
+        _describe(min((_cycle_through(m, c, edges) for m in sorted(c)), key=len), edges)
+        for c in _strongly_connected(nodes, edges)
+        if len(c) > 1
+    ]
+    assert not problems, f"{len(problems)} import circles between files:\n" + "\n\n".join(problems)
+
+
+def test_the_file_graph_resolves_names_to_modules() -> None:
+    edges = file_graph()
+    assert (
+        "agent_runtime.cli.setup",
+        "agent_runtime.demo_model",
+    ) in edges  # `from agent_runtime import demo_model`
+    assert all(a != b for a, b in edges)
+
+
+#: The most lines one function may span, decorators excluded: past this a reader loses the thread.
+MAX_FUNCTION_LINES = 120
+
+
+def test_no_function_over_120_lines() -> None:
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(
+                        f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name} ({lines} lines)"
+                    )
+    assert not long, "functions over 120 lines:\n" + "\n".join(long)
+
+
+def test_the_runtime_facade_stays_thin() -> None:
+    lines = len((PACKAGE / "runtime.py").read_text(encoding="utf-8").splitlines())
+    assert lines <= 600, f"agent_runtime/runtime.py has {lines} lines (at most 600)"

@@ -21,7 +21,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from agent_runtime import __version__
+from agent_runtime.version import __version__
 from agent_runtime.errors import AgentRuntimeError, ConfigError, DependencyError, RunLockedError
 
 console = Console(stderr=True)

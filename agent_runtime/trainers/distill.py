@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
-from agent_runtime import __version__
+from agent_runtime.version import __version__
 from agent_runtime.errors import ConfigError, TrainingError
 from agent_runtime.models.refs import MANIFEST, ResolvedModel, resolve_model_ref
 from agent_runtime.trainers import METHODS

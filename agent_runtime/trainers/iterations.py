@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent_runtime import __version__
+from agent_runtime.version import __version__
 from agent_runtime.errors import ConfigError
 from agent_runtime.models.refs import MANIFEST, ResolvedModel
 from agent_runtime.trainers.artifacts import DataSummary, Manifest, TrainingSummary, serve_info
