@@ -19,6 +19,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,12 +29,12 @@ GOALS = {"import": 5.0, "help": 9.0}
 def _cpu_seconds(argv: list[str], cwd: Path) -> float:
     """CPU seconds (user + sys) the child and its own children spent."""
     env = {**os.environ, "PYTHONPATH": str(cwd), "PYTHONDONTWRITEBYTECODE": "1"}
-    process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(
-            f"{' '.join(argv)} failed in {cwd}: {process.stderr.read().decode() if process.stderr else ''}"
-        )
+    with tempfile.TemporaryFile() as stderr:  # a file, not a pipe: a chatty child cannot block on it
+        process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        _, status, usage = os.wait4(process.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            stderr.seek(0)
+            raise SystemExit(f"{' '.join(argv)} failed in {cwd}: {stderr.read().decode(errors='replace')}")
     return usage.ru_utime + usage.ru_stime
 
 
