@@ -112,8 +112,8 @@ def run_episode(policy: Policy, name: str, seed: int) -> EpisodeResult:
 
 def oracle_steps(name: str, seed: int) -> int | None:
     """How many steps the expert needs for instance ``(name, seed)`` (None if it cannot solve it):
-    :func:`~agent_runtime.simphone.tasks.oracle.expert_steps`."""
-    from agent_runtime.simphone.tasks.oracle import expert_steps
+    :func:`~agent_runtime.simphone.tasks.expert.expert_steps`."""
+    from agent_runtime.simphone.tasks.expert import expert_steps
 
     return expert_steps(name, seed)
 

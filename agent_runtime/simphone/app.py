@@ -9,29 +9,27 @@ An app keeps two kinds of state apart:
   ``force_stop`` resets.
 
 Apps build their UI from both on every frame (``build``); they never draw or hold views.
+
+An app reaches its phone through :class:`AppHost`, the part of
+:class:`~agent_runtime.simphone.phone.SimPhone` apps use: the phone installs every app, so the
+apps depend on that surface rather than on the phone's module.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from agent_runtime.simphone.ui.fields import FieldHost, FieldOwner
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone.phone import SimPhone
+    from agent_runtime.simphone.ui.theme import Theme
     from agent_runtime.simphone.ui.view import View
     from agent_runtime.simphone.ui.widgets import UI
-
-
-@dataclass(eq=False, kw_only=True)
-class FieldOwner:
-    """Something that holds text fields, scroll offsets and the input focus: a screen or a dialog."""
-
-    fields: dict[str, str] = field(default_factory=dict)
-    scroll: dict[str, int] = field(default_factory=dict)
-    focus: str | None = None
 
 
 @dataclass(eq=False, kw_only=True)
@@ -63,6 +61,37 @@ class Screen(FieldOwner):
         return self.dialog if self.dialog is not None else self
 
 
+class AppHost(FieldHost, Protocol):
+    """What an app may ask of the phone it is installed on."""
+
+    seed: int
+    randomize: bool
+    battery: int
+    wallpaper: int
+    #: What a fresh phone's Settings start with (randomized phones vary them).
+    dark_default: bool
+    font_scale_default: float
+
+    @property
+    def now(self) -> dt.datetime: ...
+
+    @property
+    def theme(self) -> Theme: ...
+
+    @property
+    def apps(self) -> Mapping[str, App]: ...
+
+    def app(self, package: str) -> App: ...
+
+    def packages(self) -> dict[str, str]: ...
+
+    def launch(self, package: str) -> bool: ...
+
+    def force_stop(self, package: str) -> bool: ...
+
+    def show_toast(self, text: str) -> None: ...
+
+
 class App(ABC):
     """Base class. Subclasses set the class variables and implement ``initial_state`` and ``build``."""
 
@@ -73,7 +102,7 @@ class App(ABC):
     #: as footprint globs (``threads[*].unread``): never judged a task's side effect.
     viewing_changes: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, phone: SimPhone, rng: random.Random) -> None:
+    def __init__(self, phone: AppHost, rng: random.Random) -> None:
         self.phone = phone
         self.state: Any = self.initial_state(rng)
         self.stack: list[Screen] = [Screen(name="main")]

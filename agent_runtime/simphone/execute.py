@@ -8,7 +8,7 @@ with a message that names the mobile alternative, so a Worker sees why and can r
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from agent_runtime.actions import (
     Action,
@@ -30,11 +30,40 @@ from agent_runtime.actions import (
     Wait,
 )
 from agent_runtime.android_keys import BUTTONS, ENTER, key_for
+from agent_runtime.coords import Size
 from agent_runtime.simphone.apps.launcher import LAUNCHER_PACKAGE
 from agent_runtime.simphone.ui.view import View
 
-if TYPE_CHECKING:
-    from agent_runtime.simphone.phone import SimPhone
+
+class Controls(Protocol):
+    """The phone's input primitives, as adb's ``input``/``am`` commands drive them: what an
+    action maps onto (the phone calls :func:`execute_action` with itself)."""
+
+    @property
+    def screen_size(self) -> Size: ...
+
+    def packages(self) -> dict[str, str]: ...
+
+    def element_at(self, x: float, y: float, attr: str = "clickable") -> View | None: ...
+
+    def tap(self, x: int, y: int) -> None: ...
+
+    def long_press(self, x: int, y: int, duration_ms: int = 800) -> None: ...
+
+    def swipe(self, x1: int, y1: int, x2: int, y2: int, duration_ms: int = 300) -> None: ...
+
+    def focused_field(self) -> str | None: ...
+
+    def clear_text(self) -> bool: ...
+
+    def input_text(self, text: str) -> None: ...
+
+    def key(self, code: int) -> None: ...
+
+    def launch(self, package: str) -> bool: ...
+
+    def advance_time(self, seconds: float) -> None: ...
+
 
 #: Names people and models use for the built-in apps, beyond their labels.
 APP_ALIASES = {
@@ -89,7 +118,7 @@ def _describe(v: View | None) -> str:
     return f"{v.cls.rsplit('.', 1)[-1]} '{label}'"
 
 
-def resolve_app(phone: SimPhone, name: str) -> tuple[str | None, list[str]]:
+def resolve_app(phone: Controls, name: str) -> tuple[str | None, list[str]]:
     """(package, close label matches) for an app name: label, alias or package, case-insensitive."""
     wanted = " ".join(name.strip().lower().split())
     labels = {label.lower(): pkg for pkg, label in phone.packages().items()}
@@ -117,7 +146,7 @@ def resolve_app(phone: SimPhone, name: str) -> tuple[str | None, list[str]]:
     return None, [display[s] for s in suggestions]
 
 
-def execute_action(phone: SimPhone, action: Action) -> ActionResult:
+def execute_action(phone: Controls, action: Action) -> ActionResult:
     w, h = phone.screen_size
     match action:
         case Click(coordinate=(x, y)):

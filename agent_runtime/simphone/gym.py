@@ -247,7 +247,7 @@ def _check_split(split: str) -> None:
 
 def _oracle_steps(task: Task) -> int | None:
     """The expert's length on a fresh copy of the instance (DGRPO's shortest path)."""
-    from agent_runtime.simphone.tasks.oracle import expert_steps
+    from agent_runtime.simphone.tasks.expert import expert_steps
 
     return expert_steps(task.name, task.seed)
 

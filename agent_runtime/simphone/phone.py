@@ -30,11 +30,12 @@ from agent_runtime.coords import Size
 from agent_runtime.device import AddressBook, Device, DeviceInfo
 from agent_runtime.errors import ConfigError, DeviceError
 from agent_runtime.observation import Observation, UIElement, parse_ui_xml
-from agent_runtime.simphone.app import App, FieldOwner
+from agent_runtime.simphone.app import App
 from agent_runtime.simphone.apps import APP_CLASSES, LAUNCHER_PACKAGE
 from agent_runtime.simphone.execute import execute_action
 from agent_runtime.simphone.state import StateError, restore, snapshot
 from agent_runtime.simphone.ui.compose import compose_screen
+from agent_runtime.simphone.ui.fields import FieldOwner
 from agent_runtime.simphone.ui.keyboard import KeyboardState
 from agent_runtime.simphone.ui.paint import Op, paint_tree
 from agent_runtime.simphone.ui.render import FrameRenderer
@@ -90,8 +91,9 @@ class SimPhone(Device):
         self._now = start
         self.battery = rng.randint(35, 100)
         self.wallpaper = rng.randrange(4) if randomize else 0
-        self._font_scale_default = rng.choice(FONT_SCALES) if randomize else 1.0
-        self._dark_default = rng.random() < 0.5 if randomize else False
+        #: What the Settings app starts with (a randomized phone varies them).
+        self.font_scale_default = rng.choice(FONT_SCALES) if randomize else 1.0
+        self.dark_default = rng.random() < 0.5 if randomize else False
         self.keyboard = KeyboardState()
         self.foreground = LAUNCHER_PACKAGE
         self._toast: str | None = None

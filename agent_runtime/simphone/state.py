@@ -39,13 +39,15 @@ import re
 import types
 import typing
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_runtime.errors import DeviceError
 
 if TYPE_CHECKING:
+    from agent_runtime.coords import Size
     from agent_runtime.simphone.app import App, Dialog, Screen
-    from agent_runtime.simphone.phone import SimPhone
+    from agent_runtime.simphone.ui.keyboard import KeyboardState
 
 FORMAT = "simphone-state/1"
 #: Modules a ``$dataclass`` / ``$enum`` tag may name (a state file must not import anything else).
@@ -57,6 +59,40 @@ Json = Any
 
 class StateError(DeviceError):
     """A SimPhone state cannot be encoded or restored (the message names the path)."""
+
+
+class Stateful(Protocol):
+    """What :func:`snapshot` reads and :func:`restore` writes: the phone's OS state and apps
+    (the phone calls them with itself)."""
+
+    seed: int
+    serial: str
+    randomize: bool
+    battery: int
+    wallpaper: int
+    foreground: str
+    keyboard: KeyboardState
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]: ...
+
+    @property
+    def size(self) -> Size: ...
+
+    @property
+    def now(self) -> dt.datetime: ...
+
+    @property
+    def toast_text(self) -> str | None: ...
+
+    @property
+    def apps(self) -> Mapping[str, App]: ...
+
+    def set_clock(self, when: dt.datetime) -> None: ...
+
+    def show_toast(self, text: str) -> None: ...
+
+    def replay_input(self, event: str, path: tuple[int, ...]) -> None: ...
 
 
 def app_key(label: str) -> str:
@@ -356,7 +392,7 @@ def app_data(app: App) -> Json:
     return encode(app.state, type(app.state), f"apps.{app_key(app.label)}")
 
 
-def snapshot(phone: SimPhone) -> dict[str, Json]:
+def snapshot(phone: Stateful) -> dict[str, Json]:
     """The whole phone as JSON (see the module docstring for the layout)."""
     with phone.lock:
         return {
@@ -404,7 +440,7 @@ def _dialog(dialog: Dialog) -> dict[str, Json]:
     }
 
 
-def restore(phone: SimPhone, state: Mapping[str, Json]) -> None:
+def restore(phone: Stateful, state: Mapping[str, Json]) -> None:
     """Put ``state`` (from :func:`snapshot`) onto ``phone``, a phone built with its ``device``.
 
     An app the state does not mention keeps its fresh data (a state written before the app was
@@ -470,7 +506,7 @@ def _untag_dict(data: Json, path: str) -> dict[str, Any]:
     return value
 
 
-def _reopen(phone: SimPhone, app: App, data: dict[str, Json], where: str) -> None:
+def _reopen(phone: Stateful, app: App, data: dict[str, Json], where: str) -> None:
     """Open the dialog ``data`` describes on ``app`` by replaying the input that opened it."""
     opener = data.get("opener")
     title = decode(data.get("title", ""), str, f"{where}.title")

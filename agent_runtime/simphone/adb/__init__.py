@@ -7,7 +7,8 @@
 
 from __future__ import annotations
 
+from agent_runtime.simphone.adb.context import ShellResult
 from agent_runtime.simphone.adb.server import FEATURES, AdbServer
-from agent_runtime.simphone.adb.shell import AndroidShell, ShellResult
+from agent_runtime.simphone.adb.shell import AndroidShell
 
 __all__ = ["FEATURES", "AdbServer", "AndroidShell", "ShellResult"]

@@ -1,4 +1,9 @@
-"""What a shell command gets: the phone, its shell state, stdin, and stdout/stderr buffers."""
+"""What a shell command gets: the phone, its shell state, stdin, and stdout/stderr buffers.
+
+Commands see the shell through :class:`Device`, the part of
+:class:`~agent_runtime.simphone.adb.shell.AndroidShell` they use, so the command modules sit below
+the interpreter that dispatches to them instead of importing it back.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from agent_runtime.simphone.adb.fs import FsError
+from agent_runtime.simphone.adb.fs import FsError, VirtualFS
+from agent_runtime.simphone.adb.state import InputMethods
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone.adb.shell import AndroidShell
+    from agent_runtime.simphone.phone import SimPhone
 
 SH = "/system/bin/sh"
 
@@ -18,6 +24,58 @@ class StdinSource(Protocol):
     """The client's stdin (``adb shell`` with shell_v2): everything up to close-stdin, read on demand."""
 
     def read_all(self) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class ShellResult:
+    """What a command line printed and its exit status.
+
+    ``output`` is stdout and stderr interleaved, as a ``shell:`` (v1) stream carries them;
+    ``chunks`` keeps them apart, in order, as ``(fd, bytes)`` for shell_v2's stdout/stderr packets.
+    ``exited`` is True when the line ran ``exit`` (an interactive session ends there).
+    """
+
+    output: bytes
+    status: int
+    chunks: tuple[tuple[int, bytes], ...] = ()
+    exited: bool = False
+
+    @property
+    def stdout(self) -> bytes:
+        return b"".join(data for fd, data in self.chunks if fd == 1)
+
+    @property
+    def stderr(self) -> bytes:
+        return b"".join(data for fd, data in self.chunks if fd == 2)
+
+
+class Device(Protocol):
+    """The shell a command runs in: the phone plus the Android state adb clients expect."""
+
+    phone: SimPhone
+    fs: VirtualFS
+    settings: dict[str, dict[str, str]]
+    props: dict[str, str]
+    ime: InputMethods
+    #: ``input motionevent DOWN`` position and time, until the matching UP.
+    touch_down: tuple[int, int, float] | None
+    #: Apps seen in the foreground since their last ``am force-stop`` (``ps``, ``pidof``).
+    started: set[str]
+    statusbar: str
+    battery_unplugged: int
+
+    @property
+    def serial(self) -> str: ...
+
+    def packages(self) -> list[str]: ...
+
+    def running(self) -> list[str]: ...
+
+    def run(
+        self, line: str, *, stdin: StdinSource | None = None, depth: int = 0, status: int = 0
+    ) -> ShellResult:
+        """Run one command line (a nested ``sh``'s lines)."""
+        ...
 
 
 @dataclass
@@ -29,7 +87,7 @@ class Context:
     with no file), as a real command reads its stdin only if it wants to.
     """
 
-    device: AndroidShell
+    device: Device
     stdin: bytes = b""
     stdin_source: StdinSource | None = None
     #: How many ``sh -c`` levels deep this command runs.
@@ -66,4 +124,4 @@ class Context:
 #: A shell command: ``(context, argv without the command name) -> exit status``.
 CommandFn = Callable[[Context, list[str]], int]
 
-__all__ = ["SH", "CommandFn", "Context", "FsError", "StdinSource"]
+__all__ = ["SH", "CommandFn", "Context", "Device", "FsError", "ShellResult", "StdinSource"]

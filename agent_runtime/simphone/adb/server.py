@@ -41,7 +41,7 @@ from agent_runtime.simphone.adb.wire import (
 )
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,6 @@ import re
 import threading
 import weakref
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agent_runtime.simphone.adb.cmdline import (
@@ -27,7 +26,7 @@ from agent_runtime.simphone.adb.cmdline import (
     words,
 )
 from agent_runtime.simphone.adb.commands import COMMANDS, STDIN_READERS, UNLOCKED
-from agent_runtime.simphone.adb.context import SH, Context, StdinSource
+from agent_runtime.simphone.adb.context import SH, Context, ShellResult, StdinSource
 from agent_runtime.simphone.adb.fs import FsError, VirtualFS, normalize
 from agent_runtime.simphone.adb.numbers import BadNumber
 from agent_runtime.simphone.adb.state import (
@@ -40,7 +39,7 @@ from agent_runtime.simphone.adb.state import (
 )
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 log = logging.getLogger(__name__)
 
@@ -50,29 +49,6 @@ BIN_DIRS = frozenset(("/system/bin", "/system/xbin", "/bin", "/vendor/bin", "/pr
 
 _SHELLS: weakref.WeakKeyDictionary[SimPhone, AndroidShell] = weakref.WeakKeyDictionary()
 _SHELLS_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class ShellResult:
-    """What a command line printed and its exit status.
-
-    ``output`` is stdout and stderr interleaved, as a ``shell:`` (v1) stream carries them;
-    ``chunks`` keeps them apart, in order, as ``(fd, bytes)`` for shell_v2's stdout/stderr packets.
-    ``exited`` is True when the line ran ``exit`` (an interactive session ends there).
-    """
-
-    output: bytes
-    status: int
-    chunks: tuple[tuple[int, bytes], ...] = ()
-    exited: bool = False
-
-    @property
-    def stdout(self) -> bytes:
-        return b"".join(data for fd, data in self.chunks if fd == 1)
-
-    @property
-    def stderr(self) -> bytes:
-        return b"".join(data for fd, data in self.chunks if fd == 2)
 
 
 class _Output:
@@ -100,8 +76,6 @@ class _Exit(Exception):
 
 #: ``NAME=value`` before a command (``ANDROID_LOG_TAGS=x cmd``): the shell sets it for that command.
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-#: ``sh -c 'sh -c …'`` nesting SimPhone follows before it refuses.
-MAX_DEPTH = 16
 
 
 class AndroidShell:

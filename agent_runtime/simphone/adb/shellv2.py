@@ -23,9 +23,9 @@ import socket
 import struct
 import time
 
-from agent_runtime.simphone.adb.context import SH
+from agent_runtime.simphone.adb.context import SH, ShellResult
 from agent_runtime.simphone.adb.interactive import run_interactive
-from agent_runtime.simphone.adb.shell import AndroidShell, ShellResult
+from agent_runtime.simphone.adb.shell import AndroidShell
 from agent_runtime.simphone.adb.wire import ProtocolError, recv_exact
 
 log = logging.getLogger(__name__)

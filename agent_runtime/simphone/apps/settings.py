@@ -95,8 +95,8 @@ class SettingsApp(App):
             brightness=rng.randrange(30, 90, 5),
             media_volume=rng.randrange(20, 80, 10),
         )
-        state.dark_theme = self.phone._dark_default
-        state.font_scale = self.phone._font_scale_default
+        state.dark_theme = self.phone.dark_default
+        state.font_scale = self.phone.font_scale_default
         return state
 
     def activity_name(self) -> str:

@@ -35,7 +35,7 @@ from agent_runtime.actions import Action
 from agent_runtime.errors import TaskError
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
     from agent_runtime.simphone.tasks.oracle import OracleUI
 
 #: Steps an agent gets per unit of complexity (AndroidWorld's budget rule).

@@ -18,10 +18,9 @@ from agent_runtime.simphone.apps.browser_pages import PAGES
 from agent_runtime.simphone.tasks.base import QuestionTask, Task, normalise_answer
 from agent_runtime.simphone.tasks.common import REACH_VERBS, showing
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.android.browser"
 APP = "Browser"
@@ -183,7 +182,6 @@ def random_page(rng: random.Random) -> dict[str, Any]:
     return {"url": fact.url, "title": TITLES[fact.url], "query": fact.query}
 
 
-@register
 class BrowserSearchQuestion(QuestionTask):
     template = "Use the Browser to find out: {question}"
     app_names = (APP,)
@@ -217,7 +215,6 @@ class BrowserSearchQuestion(QuestionTask):
         yield ui.answer(m[1])
 
 
-@register
 class BrowserOpenUrl(Task):
     template = "{verb} {url} in the Browser."
     app_names = (APP,)
@@ -239,7 +236,6 @@ class BrowserOpenUrl(Task):
         yield from ui.type_into(None, self.params["url"], rid="url_bar", enter=True)
 
 
-@register
 class BrowserSearch(Task):
     template = 'Search the web for "{query}" in the Browser.'
     app_names = (APP,)
@@ -266,7 +262,6 @@ class BrowserSearch(Task):
         yield from ui.type_into(None, self.params["query"], rid="url_bar", enter=True)
 
 
-@register
 class BrowserBookmarkPage(Task):
     template = 'Find the page "{title}" in the Browser and bookmark it.'
     app_names = (APP,)
@@ -288,7 +283,6 @@ class BrowserBookmarkPage(Task):
         yield from ui.tap(desc="Bookmark")
 
 
-@register
 class BrowserRemoveBookmark(Task):
     template = 'Remove "{title}" from my Browser bookmarks.'
     app_names = (APP,)
@@ -311,3 +305,13 @@ class BrowserRemoveBookmark(Task):
         yield ui.open_app(APP)
         yield from ui.tap(self.params["title"], rid="title")
         yield from ui.tap(desc="Remove bookmark")
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    BrowserSearchQuestion,
+    BrowserOpenUrl,
+    BrowserSearch,
+    BrowserBookmarkPage,
+    BrowserRemoveBookmark,
+)

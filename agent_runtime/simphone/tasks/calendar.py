@@ -19,11 +19,10 @@ from agent_runtime.simphone.tasks.base import QuestionTask, Task
 from agent_runtime.simphone.tasks.clock import set_time
 from agent_runtime.simphone.tasks.common import showing
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 from agent_runtime.simphone.ui.dialogs import format_time
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.android.calendar"
 APP = "Calendar"
@@ -115,7 +114,6 @@ def fill_event(ui: OracleUI, title: str, hour: int, minute: int, location: str =
     yield from ui.tap("Save", rid="save")
 
 
-@register
 class CalendarAddEvent(Task):
     template = 'Add an event "{title}" to my calendar {when} at {start}.'
     app_names = (APP,)
@@ -155,7 +153,6 @@ class CalendarAddEvent(Task):
         yield from fill_event(ui, p["title"], p["hour"], p["minute"])
 
 
-@register
 class CalendarAddEventWithLocation(CalendarAddEvent):
     template = 'Schedule "{title}" at {location} {when} at {start}.'
     complexity = 2.4
@@ -174,7 +171,6 @@ class CalendarAddEventWithLocation(CalendarAddEvent):
         yield from fill_event(ui, p["title"], p["hour"], p["minute"], p["location"])
 
 
-@register
 class CalendarDeleteEvent(Task):
     template = 'Delete the event "{title}" {when} from my calendar.'
     app_names = (APP,)
@@ -200,7 +196,6 @@ class CalendarDeleteEvent(Task):
         yield from ui.dialog_button("Delete")
 
 
-@register
 class CalendarRenameEvent(Task):
     template = 'Rename the event "{title}" {when} to "{new_title}".'
     app_names = (APP,)
@@ -232,7 +227,6 @@ class CalendarRenameEvent(Task):
         yield from ui.tap("Save", rid="save")
 
 
-@register
 class CalendarReachDay(Task):
     template = "{verb} {when} in the Calendar app."
     app_names = (APP,)
@@ -258,7 +252,6 @@ class CalendarReachDay(Task):
         yield from select_day(ui, self.params["offset"])
 
 
-@register
 class CalendarEventTimeQuestion(QuestionTask):
     template = 'What time does "{title}" start {when}?'
     app_names = (APP,)
@@ -283,7 +276,6 @@ class CalendarEventTimeQuestion(QuestionTask):
         yield ui.answer(times.split("–")[0].strip())
 
 
-@register
 class CalendarEventLocationQuestion(QuestionTask):
     template = 'Where is "{title}" {when}?'
     app_names = (APP,)
@@ -313,7 +305,6 @@ class CalendarEventLocationQuestion(QuestionTask):
         yield ui.answer(next(el.text for el in ui.children(row) if el.resource_id.endswith("title")))
 
 
-@register
 class CalendarCountEventsQuestion(QuestionTask):
     template = "How many events do I have {when}?"
     app_names = (APP,)
@@ -338,3 +329,16 @@ class CalendarCountEventsQuestion(QuestionTask):
     def solve(self, ui: OracleUI) -> Iterator[Action]:
         yield from select_day(ui, self.params["offset"])
         yield ui.answer(str(len(ui.find_all(rid="event_item"))))
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    CalendarAddEvent,
+    CalendarAddEventWithLocation,
+    CalendarDeleteEvent,
+    CalendarRenameEvent,
+    CalendarReachDay,
+    CalendarEventTimeQuestion,
+    CalendarEventLocationQuestion,
+    CalendarCountEventsQuestion,
+)

@@ -14,11 +14,10 @@ from agent_runtime.simphone.apps.clock import DAYS, Alarm, ClockApp
 from agent_runtime.simphone.tasks.base import QuestionTask, Task
 from agent_runtime.simphone.tasks.common import REACH_VERBS
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 from agent_runtime.simphone.ui.dialogs import format_time
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.android.deskclock"
 APP = "Clock"
@@ -72,7 +71,6 @@ def open_alarm(ui: OracleUI, time_text: str) -> Iterator[Action]:
     yield from ui.tap(time_text, rid="digital_clock")
 
 
-@register
 class ClockAddAlarm(Task):
     template = "Set an alarm for {time}."
     app_names = (APP,)
@@ -95,7 +93,6 @@ class ClockAddAlarm(Task):
         yield from set_time(ui, self.params["hour"], self.params["minute"])
 
 
-@register
 class ClockAddLabeledAlarm(Task):
     template = 'Create an alarm at {time} with the label "{label}".'
     app_names = (APP,)
@@ -122,7 +119,6 @@ class ClockAddLabeledAlarm(Task):
         yield from ui.tap("Done", cls="Button")
 
 
-@register
 class ClockToggleAlarm(Task):
     template = "Turn {state} the {time} alarm."
     app_names = (APP,)
@@ -146,7 +142,6 @@ class ClockToggleAlarm(Task):
             yield ui.click(switch)
 
 
-@register
 class ClockDeleteAlarm(Task):
     template = "Delete the alarm set for {time}."
     app_names = (APP,)
@@ -174,7 +169,6 @@ class ClockDeleteAlarm(Task):
         yield from ui.tap("Delete", cls="Button")
 
 
-@register
 class ClockRepeatAlarm(Task):
     template = "Make the {time} alarm repeat every {day_name}."
     app_names = (APP,)
@@ -199,7 +193,6 @@ class ClockRepeatAlarm(Task):
         yield from ui.tap("Done", cls="Button")
 
 
-@register
 class ClockStartTimer(Task):
     template = "Start a {minutes}-minute timer."
     app_names = (APP,)
@@ -224,7 +217,6 @@ class ClockStartTimer(Task):
         yield from ui.tap("Start", cls="Button")
 
 
-@register
 class ClockReachTab(Task):
     template = "{verb} the {tab} tab of the Clock app."
     app_names = (APP,)
@@ -256,7 +248,6 @@ class ClockReachTab(Task):
         yield from ui.tap(self.params["tab"], cls="TextView", where=lambda el: el.has("clickable"))
 
 
-@register
 class ClockAlarmLabelQuestion(QuestionTask):
     template = "What is the label of my {time} alarm?"
     app_names = (APP,)
@@ -278,7 +269,6 @@ class ClockAlarmLabelQuestion(QuestionTask):
         yield ui.answer(ui.require(rid="edit_label").text)
 
 
-@register
 class ClockAlarmTimeQuestion(QuestionTask):
     template = 'At what time is my "{label}" alarm set?'
     app_names = (APP,)
@@ -303,3 +293,17 @@ class ClockAlarmTimeQuestion(QuestionTask):
         row = ui.row_of(summary)
         clock_text = next(el for el in ui.children(row) if el.resource_id.endswith("digital_clock"))
         yield ui.answer(clock_text.text)
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    ClockAddAlarm,
+    ClockAddLabeledAlarm,
+    ClockToggleAlarm,
+    ClockDeleteAlarm,
+    ClockRepeatAlarm,
+    ClockStartTimer,
+    ClockReachTab,
+    ClockAlarmLabelQuestion,
+    ClockAlarmTimeQuestion,
+)

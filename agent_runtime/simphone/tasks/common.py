@@ -9,7 +9,7 @@ from agent_runtime.actions import Action, Click
 from agent_runtime.simphone.tasks.oracle import OracleUI
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 #: ReachAgent's page-reaching phrasings (App. B), the imperative ones.
 REACH_VERBS = ("Go to", "Navigate to", "Open", "Visit", "Jump to", "Take me to")

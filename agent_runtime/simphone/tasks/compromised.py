@@ -27,7 +27,7 @@ from agent_runtime.simphone.tasks.injection import Injected, InjectionTask
 from agent_runtime.simphone.tasks.oracle import OracleUI
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 #: Actions a compromised episode may take (opening plus attack) before it is cut off.
 STEP_CAP = 80
@@ -101,7 +101,7 @@ def play_compromised(task: InjectionTask, phone: SimPhone) -> CompromisedPolicy:
 
 def compromised_script(task: InjectionTask) -> list[Move]:
     """The moves the compromised policy makes on a fresh phone set up for ``task``, in order."""
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
     phone = SimPhone(seed=task.seed)
     try:

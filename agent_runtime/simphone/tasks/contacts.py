@@ -16,10 +16,9 @@ from agent_runtime.simphone.apps.contacts import Contact, ContactsApp
 from agent_runtime.simphone.tasks.base import QuestionTask, Task
 from agent_runtime.simphone.tasks.common import REACH_VERBS, showing
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.android.contacts"
 APP = "Contacts"
@@ -90,7 +89,6 @@ def fill_contact(ui: OracleUI, **fields: str) -> Iterator[Action]:
     yield from ui.tap("Save", rid="save")
 
 
-@register
 class ContactsAddContact(Task):
     template = "Create a new contact for {name} with the phone number {number}."
     app_names = (APP,)
@@ -116,7 +114,6 @@ class ContactsAddContact(Task):
         yield from fill_contact(ui, first_name=p["first"], last_name=p["last"], phone=p["number"])
 
 
-@register
 class ContactsAddContactWithEmail(Task):
     template = "Add {name} to my contacts: phone {number}, email {email}."
     app_names = (APP,)
@@ -147,7 +144,6 @@ class ContactsAddContactWithEmail(Task):
         )
 
 
-@register
 class ContactsEditPhone(Task):
     template = "Change {name}'s phone number to {new_number}."
     app_names = (APP,)
@@ -173,7 +169,6 @@ class ContactsEditPhone(Task):
         yield from fill_contact(ui, phone=self.params["new_number"])
 
 
-@register
 class ContactsDeleteContact(Task):
     template = "Delete {name} from my contacts."
     app_names = (APP,)
@@ -199,7 +194,6 @@ class ContactsDeleteContact(Task):
         yield from ui.tap("Delete", cls="Button")
 
 
-@register
 class ContactsFavorite(Task):
     template = "Add {name} to my favorite contacts."
     app_names = (APP,)
@@ -222,7 +216,6 @@ class ContactsFavorite(Task):
         yield from ui.tap("Favorite", cls="Button")
 
 
-@register
 class ContactsReachCard(Task):
     template = "{verb} the contact card of {name}."
     app_names = (APP,)
@@ -245,7 +238,6 @@ class ContactsReachCard(Task):
         yield from open_contact(ui, self.params["name"])
 
 
-@register
 class ContactsPhoneQuestion(QuestionTask):
     template = "What is {name}'s phone number?"
     app_names = (APP,)
@@ -269,7 +261,6 @@ class ContactsPhoneQuestion(QuestionTask):
         yield ui.answer(next(el.text for el in ui.children(row) if el.resource_id.endswith("title")))
 
 
-@register
 class ContactsEmailQuestion(QuestionTask):
     template = "What is the email address of {name}?"
     app_names = (APP,)
@@ -291,3 +282,16 @@ class ContactsEmailQuestion(QuestionTask):
         yield from open_contact(ui, self.params["name"])
         row = ui.require(rid="email")
         yield ui.answer(next(el.text for el in ui.children(row) if el.resource_id.endswith("title")))
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    ContactsAddContact,
+    ContactsAddContactWithEmail,
+    ContactsEditPhone,
+    ContactsDeleteContact,
+    ContactsFavorite,
+    ContactsReachCard,
+    ContactsPhoneQuestion,
+    ContactsEmailQuestion,
+)

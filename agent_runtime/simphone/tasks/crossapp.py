@@ -39,12 +39,11 @@ from agent_runtime.simphone.tasks.contacts import (
 )
 from agent_runtime.simphone.tasks.messages import messages, send_text, sent, start_chat
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 from agent_runtime.simphone.tasks.typed_answers import TypedQuestion, parse_dates
 from agent_runtime.simphone.ui.dialogs import format_time
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 TEXTS = (
     "Sorry I missed your call, I will ring you tonight",
@@ -127,7 +126,6 @@ class CrossTask(Task):
         place_contact(phone, p["first"], p["last"], p["number"], p.get("email", ""))
 
 
-@register
 class CrossTextEventLocation(CrossTask):
     template = "Text {name} the location of my next calendar event."
     app_names = ("Messages", "Calendar")
@@ -165,7 +163,6 @@ class CrossTextEventLocation(CrossTask):
         yield from text_to(ui, self.params["name"], location)
 
 
-@register
 class CrossEmailNote(CrossTask):
     template = (
         'Email {name} my note "{title}", with the note\'s title as the subject and its text as the message.'
@@ -196,7 +193,6 @@ class CrossEmailNote(CrossTask):
         yield from mail.compose(ui, self.params["name"], self.params["title"], body)
 
 
-@register
 class CrossCallLastTexter(CrossTask):
     template = "Call the person who texted me most recently."
     app_names = ("Phone", "Messages")
@@ -231,7 +227,6 @@ class CrossCallLastTexter(CrossTask):
         yield from dial.hang_up(ui)
 
 
-@register
 class CrossCalendarFromEmail(CrossTask):
     template = "Add the dinner from {sender}'s email to my calendar, with the restaurant as the location."
     app_names = ("Calendar", "Email")
@@ -292,7 +287,6 @@ class CrossCalendarFromEmail(CrossTask):
         )
 
 
-@register
 class CrossTextWeatherHigh(CrossTask):
     template = "Text {name} tomorrow's high in {city} in degrees {unit_name}."
     app_names = ("Messages", "Weather")
@@ -328,7 +322,6 @@ class CrossTextWeatherHigh(CrossTask):
         yield from text_to(ui, p["name"], f"Tomorrow's high in {p['city']}: {high}°{p['unit']}")
 
 
-@register
 class CrossTextPlaceAddress(CrossTask):
     template = "Text {name} the address of {place} from my saved places in Maps."
     app_names = ("Messages", "Maps")
@@ -357,7 +350,6 @@ class CrossTextPlaceAddress(CrossTask):
         yield from text_to(ui, self.params["name"], address)
 
 
-@register
 class CrossEmailDriveTime(CrossTask):
     template = (
         'Email {address} with the subject "{place}" and, as the message, how many minutes it takes me '
@@ -393,7 +385,6 @@ class CrossEmailDriveTime(CrossTask):
         yield from mail.compose(ui, self.params["address"], self.params["place"], f"About {duration} by car.")
 
 
-@register
 class CrossCallEmailSender(CrossTask):
     template = "Call the person who emailed me about {topic}."
     app_names = ("Phone", "Email")
@@ -432,7 +423,6 @@ class CrossCallEmailSender(CrossTask):
         yield from dial.hang_up(ui)
 
 
-@register
 class CrossSaveMissedCaller(CrossTask):
     template = "Save the number of my most recent missed call as a new contact named {name}."
     app_names = ("Contacts", "Phone")
@@ -472,7 +462,6 @@ class CrossSaveMissedCaller(CrossTask):
         )
 
 
-@register
 class CrossNoteWeather(CrossTask):
     template = 'Create a note titled "{title}" that says what the weather will be like in {city} tomorrow.'
     app_names = ("Notes", "Weather")
@@ -507,7 +496,6 @@ class CrossNoteWeather(CrossTask):
         yield from ui.tap(desc="Save")
 
 
-@register
 class CrossAlarmBeforeEvent(CrossTask):
     template = 'Set an alarm one hour before my "{title}" event tomorrow.'
     app_names = ("Clock", "Calendar")
@@ -542,7 +530,6 @@ class CrossAlarmBeforeEvent(CrossTask):
         yield from clk.set_time(ui, hour - 1, minute)
 
 
-@register
 class CrossDirectionsToEvent(CrossTask):
     template = 'Show me {mode_adj} directions to where my "{title}" event is {when}.'
     app_names = ("Maps", "Calendar")
@@ -577,7 +564,6 @@ class CrossDirectionsToEvent(CrossTask):
         yield from mp.directions(ui, place, self.params["mode"])
 
 
-@register
 class CrossEmailContactNumber(CrossTask):
     template = "Email {recipient} {name}'s phone number."
     app_names = ("Email", "Contacts")
@@ -616,7 +602,6 @@ class CrossEmailContactNumber(CrossTask):
         yield from mail.compose(ui, self.params["recipient"], f"{self.params['name']}'s number", number)
 
 
-@register
 class CrossTextMissedCaller(CrossTask):
     template = 'Text {name}, whose call I missed, "{text}".'
     app_names = ("Messages", "Phone")
@@ -641,7 +626,6 @@ class CrossTextMissedCaller(CrossTask):
         yield from send_text(ui, self.params["text"])
 
 
-@register
 class CrossExpenseFromEmail(CrossTask):
     template = 'Log the amount of my receipt email from {shop} in Expenses as "{title}".'
     app_names = ("Expenses", "Email")
@@ -687,7 +671,6 @@ class CrossExpenseFromEmail(CrossTask):
         yield from ui.tap("Save", rid="save")
 
 
-@register
 class CrossEventRainQuestion(TypedQuestion):
     template = (
         'My "{title}" event is in {city}. Will it rain there on the day of the event? Answer yes or no.'
@@ -723,3 +706,24 @@ class CrossEventRainQuestion(TypedQuestion):
             texts["summary"] for date, texts in rows if parse_dates(date)[0][1:] == (wanted.month, wanted.day)
         )
         yield ui.answer("yes" if summary.split("·")[0].strip() in RAINY else "no")
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    CrossTextEventLocation,
+    CrossEmailNote,
+    CrossCallLastTexter,
+    CrossCalendarFromEmail,
+    CrossTextWeatherHigh,
+    CrossTextPlaceAddress,
+    CrossEmailDriveTime,
+    CrossCallEmailSender,
+    CrossSaveMissedCaller,
+    CrossNoteWeather,
+    CrossAlarmBeforeEvent,
+    CrossDirectionsToEvent,
+    CrossEmailContactNumber,
+    CrossTextMissedCaller,
+    CrossExpenseFromEmail,
+    CrossEventRainQuestion,
+)

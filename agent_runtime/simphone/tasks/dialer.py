@@ -19,11 +19,10 @@ from agent_runtime.simphone.tasks.base import Task
 from agent_runtime.simphone.tasks.common import REACH_VERBS, showing
 from agent_runtime.simphone.tasks.contacts import FIRST, LAST, contacts, place_contact, random_person
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 from agent_runtime.simphone.tasks.typed_answers import TypedQuestion, iso
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.android.dialer"
 APP = "Phone"
@@ -108,7 +107,6 @@ def hang_up(ui: OracleUI) -> Iterator[Action]:
     yield from ui.tap(desc="End call")
 
 
-@register
 class DialerCallNumber(DialerTask):
     template = "Call {number}."
     complexity = 1.2
@@ -132,7 +130,6 @@ class DialerCallNumber(DialerTask):
         yield from hang_up(ui)
 
 
-@register
 class DialerCallContact(DialerTask):
     template = "Call {name}."
     complexity = 1.0
@@ -155,7 +152,6 @@ class DialerCallContact(DialerTask):
         yield from hang_up(ui)
 
 
-@register
 class DialerCallBackMissed(DialerTask):
     template = "Call back {name}, whose call I missed."
     complexity = 1.0
@@ -179,7 +175,6 @@ class DialerCallBackMissed(DialerTask):
         yield from hang_up(ui)
 
 
-@register
 class DialerBlockNumber(DialerTask):
     template = "Block {number}, the number that called me {when}."
     complexity = 1.2
@@ -210,7 +205,6 @@ class DialerBlockNumber(DialerTask):
         yield from ui.dialog_button("Block")
 
 
-@register
 class DialerUnblockNumber(DialerTask):
     template = "Unblock the number {number}."
     complexity = 1.0
@@ -233,7 +227,6 @@ class DialerUnblockNumber(DialerTask):
         yield from ui.tap(desc=f"Unblock {self.params['number']}")
 
 
-@register
 class DialerDeleteCall(DialerTask):
     template = "Delete the {kind} call from {name} from my call history."
     complexity = 1.0
@@ -258,7 +251,6 @@ class DialerDeleteCall(DialerTask):
         yield from ui.tap("Delete", rid="delete")
 
 
-@register
 class DialerAddFavorite(DialerTask):
     template = "Add {name} to my favorites in the Phone app."
     complexity = 1.0
@@ -283,7 +275,6 @@ class DialerAddFavorite(DialerTask):
         yield from ui.tap("Favorite", rid="star")
 
 
-@register
 class DialerReachCallDetails(DialerTask):
     template = "{verb} the details of my last call with {name}."
     complexity = 0.6
@@ -312,7 +303,6 @@ class DialerReachCallDetails(DialerTask):
         yield from open_call(ui, self.params["name"])
 
 
-@register
 class DialerReachBlocked(DialerTask):
     template = "{verb} my list of blocked numbers."
     complexity = 0.5
@@ -333,7 +323,6 @@ class DialerReachBlocked(DialerTask):
         yield from ui.tap(desc="Blocked numbers")
 
 
-@register
 class DialerLastCallDateQuestion(TypedQuestion):
     template = "On what date did {name} last call me?"
     app_names = (APP,)
@@ -365,7 +354,6 @@ class DialerLastCallDateQuestion(TypedQuestion):
         yield ui.answer(stamp.split("·")[0].strip())
 
 
-@register
 class DialerMissedCountQuestion(TypedQuestion):
     template = "How many missed calls from {name} are in my call history?"
     app_names = (APP,)
@@ -393,7 +381,6 @@ class DialerMissedCountQuestion(TypedQuestion):
         yield ui.answer(str(sum(title.startswith("Missed") for title, _ in history(ui))))
 
 
-@register
 class DialerLastMissedNumberQuestion(TypedQuestion):
     template = "What number did my most recent missed call come from?"
     app_names = (APP,)
@@ -425,7 +412,6 @@ class DialerLastMissedNumberQuestion(TypedQuestion):
         yield ui.answer(next(el.text for el in ui.children(row) if el.resource_id.endswith("title")))
 
 
-@register
 class DialerFavoritesQuestion(TypedQuestion):
     template = "Who are my favorite contacts in the Phone app? List their names."
     app_names = (APP,)
@@ -453,3 +439,21 @@ class DialerFavoritesQuestion(TypedQuestion):
     def solve(self, ui: OracleUI) -> Iterator[Action]:
         yield from open_tab(ui, "Favorites")
         yield ui.answer(", ".join(el.content_desc for el in ui.find_all(rid="favorite_item")))
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    DialerCallNumber,
+    DialerCallContact,
+    DialerCallBackMissed,
+    DialerBlockNumber,
+    DialerUnblockNumber,
+    DialerDeleteCall,
+    DialerAddFavorite,
+    DialerReachCallDetails,
+    DialerReachBlocked,
+    DialerLastCallDateQuestion,
+    DialerMissedCountQuestion,
+    DialerLastMissedNumberQuestion,
+    DialerFavoritesQuestion,
+)

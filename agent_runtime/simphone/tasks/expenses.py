@@ -15,10 +15,9 @@ from agent_runtime.actions import Action
 from agent_runtime.simphone.apps.expenses import Expense, ExpensesApp
 from agent_runtime.simphone.tasks.base import QuestionTask, Task
 from agent_runtime.simphone.tasks.oracle import MAX_SCROLLS, OracleUI
-from agent_runtime.simphone.tasks.registry import register
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.simphone.expenses"
 APP = "Expenses"
@@ -89,7 +88,6 @@ def open_expense(ui: OracleUI, title: str) -> Iterator[Action]:
     yield from ui.tap(title, rid="title", cls="TextView")
 
 
-@register
 class ExpensesAdd(Task):
     template = 'Log an expense "{title}" of ${amount} in the {category} category.'
     app_names = (APP,)
@@ -127,7 +125,6 @@ class ExpensesAdd(Task):
         yield from ui.tap("Save", rid="save")
 
 
-@register
 class ExpensesEditAmount(Task):
     template = 'The "{title}" expense was actually ${amount}. Correct it.'
     app_names = (APP,)
@@ -157,7 +154,6 @@ class ExpensesEditAmount(Task):
         yield from ui.tap("Save", rid="save")
 
 
-@register
 class ExpensesDelete(Task):
     template = 'Delete the "{title}" expense.'
     app_names = (APP,)
@@ -199,7 +195,6 @@ def _fill_month(task: Task, phone: SimPhone, items: list[dict[str, Any]]) -> Non
         app.add_expense(title, rng.randrange(500, 5000), ITEMS[title], last_month(phone))
 
 
-@register
 class ExpensesMonthTotalQuestion(QuestionTask):
     template = "According to the Expenses app, how much have I spent so far this month?"
     app_names = (APP,)
@@ -221,7 +216,6 @@ class ExpensesMonthTotalQuestion(QuestionTask):
         yield ui.answer(ui.require(rid="month_total").text)
 
 
-@register
 class ExpensesCategoryTotalQuestion(QuestionTask):
     template = "How much did I spend on {category} this month?"
     app_names = (APP,)
@@ -268,3 +262,13 @@ def _is_month(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    ExpensesAdd,
+    ExpensesEditAmount,
+    ExpensesDelete,
+    ExpensesMonthTotalQuestion,
+    ExpensesCategoryTotalQuestion,
+)

@@ -20,11 +20,10 @@ from agent_runtime.simphone.tasks.common import NOTE_WRITTEN, REACH_VERBS, showi
 from agent_runtime.simphone.tasks.notes import notes_app
 from agent_runtime.simphone.tasks.notes import titled as note_titled
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 from agent_runtime.simphone.tasks.typed_answers import TypedQuestion, parse_dates
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.simphone.files"
 APP = "Files"
@@ -117,7 +116,6 @@ def open_file(ui: OracleUI, name: str) -> Iterator[Action]:
     yield from ui.tap(name, rid="title")
 
 
-@register
 class FilesCreateFolder(Task):
     template = 'Create a folder named "{folder}" in Files.'
     app_names = (APP,)
@@ -142,7 +140,6 @@ class FilesCreateFolder(Task):
         yield from ui.dialog_button("Create")
 
 
-@register
 class FilesRenameFile(Task):
     template = 'Rename the file "{name}" in my {folder} folder to "{new_name}".'
     app_names = (APP,)
@@ -172,7 +169,6 @@ class FilesRenameFile(Task):
         yield from ui.dialog_button("Rename")
 
 
-@register
 class FilesDeleteFile(Task):
     template = 'Delete the file "{name}" from my {folder} folder.'
     app_names = (APP,)
@@ -198,7 +194,6 @@ class FilesDeleteFile(Task):
         yield from ui.dialog_button("Delete")
 
 
-@register
 class FilesMoveFile(Task):
     template = 'Move the file "{name}" from {folder} to {target}.'
     app_names = (APP,)
@@ -225,7 +220,6 @@ class FilesMoveFile(Task):
         yield from ui.tap(self.params["target"], rid="title")
 
 
-@register
 class FilesNewFolderAndMove(Task):
     template = 'Make a new folder "{target}" in Files and move "{name}" from {folder} into it.'
     app_names = (APP,)
@@ -257,7 +251,6 @@ class FilesNewFolderAndMove(Task):
         yield from ui.tap(self.params["target"], rid="title")
 
 
-@register
 class FilesReachFolder(Task):
     template = "{verb} my {folder} folder in Files."
     app_names = (APP,)
@@ -280,7 +273,6 @@ class FilesReachFolder(Task):
         yield from open_folder(ui, self.params["folder"])
 
 
-@register
 class FilesReachFile(Task):
     template = '{verb} the details of the file "{name}" in Files.'
     app_names = (APP,)
@@ -302,7 +294,6 @@ class FilesReachFile(Task):
         yield from open_file(ui, self.params["name"])
 
 
-@register
 class FilesSizeQuestion(TypedQuestion):
     template = 'How big is the file "{name}"? Answer with the size Files shows.'
     app_names = (APP,)
@@ -325,7 +316,6 @@ class FilesSizeQuestion(TypedQuestion):
         yield ui.answer(row_value(ui, "file_size"))
 
 
-@register
 class FilesCountQuestion(TypedQuestion):
     template = "How many {kind_word} files are in my {folder} folder?"
     app_names = (APP,)
@@ -382,7 +372,6 @@ def visible_rows(ui: OracleUI, rid: str) -> dict[str, str]:
     return out
 
 
-@register
 class FilesNewestDateQuestion(TypedQuestion):
     template = "On what date was the most recently modified file in my {folder} folder changed?"
     app_names = (APP,)
@@ -412,7 +401,6 @@ class FilesNewestDateQuestion(TypedQuestion):
         yield ui.answer(format_date(max(dates)))
 
 
-@register
 class FilesLargeFilesQuestion(TypedQuestion):
     template = "Which files in my {folder} folder are larger than {mb} MB?"
     app_names = (APP,)
@@ -454,7 +442,6 @@ class FilesLargeFilesQuestion(TypedQuestion):
         yield ui.answer(", ".join(sorted(big)))
 
 
-@register
 class FilesLocationQuestion(QuestionTask):
     template = 'Which folder is the file "{name}" in?'
     app_names = (APP,)
@@ -477,7 +464,6 @@ class FilesLocationQuestion(QuestionTask):
 
 
 # -- across apps ---------------------------------------------------------------------------------
-@register
 class FilesSizeToNote(Task):
     template = 'Look up the size of the file "{name}" in Files and save it in a new note titled "{title}".'
     app_names = (APP, "Notes")
@@ -510,3 +496,21 @@ class FilesSizeToNote(Task):
         yield from ui.type_into(None, self.params["title"], rid="note_title")
         yield from ui.type_into(None, f"{self.params['name']}: {size}", rid="note_body")
         yield from ui.tap(desc="Save")
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    FilesCreateFolder,
+    FilesRenameFile,
+    FilesDeleteFile,
+    FilesMoveFile,
+    FilesNewFolderAndMove,
+    FilesReachFolder,
+    FilesReachFile,
+    FilesSizeQuestion,
+    FilesCountQuestion,
+    FilesNewestDateQuestion,
+    FilesLargeFilesQuestion,
+    FilesLocationQuestion,
+    FilesSizeToNote,
+)

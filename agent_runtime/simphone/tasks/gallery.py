@@ -28,11 +28,10 @@ from agent_runtime.simphone.tasks.messages import sent
 from agent_runtime.simphone.tasks.notes import notes_app
 from agent_runtime.simphone.tasks.notes import titled as note_titled
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 from agent_runtime.simphone.tasks.typed_answers import TypedQuestion
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.simphone.gallery"
 APP = "Gallery"
@@ -98,7 +97,6 @@ def open_photo(ui: OracleUI, album: str, title: str) -> Iterator[Action]:
     yield from ui.tap(title, rid="title")
 
 
-@register
 class GalleryFavoritePhoto(Task):
     template = 'Mark the photo "{photo}" in my {album} album as a favorite.'
     app_names = (APP,)
@@ -120,7 +118,6 @@ class GalleryFavoritePhoto(Task):
         yield from ui.tap(desc="Favorite")
 
 
-@register
 class GalleryUnfavoritePhoto(Task):
     template = 'Remove the photo "{photo}" from my favorites in Gallery.'
     app_names = (APP,)
@@ -144,7 +141,6 @@ class GalleryUnfavoritePhoto(Task):
         yield from ui.tap(desc="Unfavorite")
 
 
-@register
 class GalleryDeletePhoto(Task):
     template = 'Delete the photo "{photo}" from my {album} album.'
     app_names = (APP,)
@@ -168,7 +164,6 @@ class GalleryDeletePhoto(Task):
         yield from ui.dialog_button("Delete")
 
 
-@register
 class GalleryMovePhoto(Task):
     template = 'Move the photo "{photo}" from {album} to my {target} album.'
     app_names = (APP,)
@@ -192,7 +187,6 @@ class GalleryMovePhoto(Task):
         yield from ui.tap(self.params["target"], rid="title")
 
 
-@register
 class GalleryCreateAlbum(Task):
     template = 'Create a new album called "{album}" in Gallery.'
     app_names = (APP,)
@@ -217,7 +211,6 @@ class GalleryCreateAlbum(Task):
         yield from ui.dialog_button("Create")
 
 
-@register
 class GalleryNewAlbumWithPhoto(Task):
     template = 'Create an album "{target}" and move the photo "{photo}" from {album} into it.'
     app_names = (APP,)
@@ -247,7 +240,6 @@ class GalleryNewAlbumWithPhoto(Task):
         yield from ui.tap(self.params["target"], rid="title")
 
 
-@register
 class GalleryReachAlbum(Task):
     template = "{verb} my {album} album in Gallery."
     app_names = (APP,)
@@ -270,7 +262,6 @@ class GalleryReachAlbum(Task):
         yield from open_album(ui, self.params["album"])
 
 
-@register
 class GalleryReachPhoto(Task):
     template = '{verb} the photo "{photo}" in my {album} album.'
     app_names = (APP,)
@@ -291,7 +282,6 @@ class GalleryReachPhoto(Task):
         yield from open_photo(ui, self.params["album"], self.params["photo"])
 
 
-@register
 class GalleryAlbumCountQuestion(TypedQuestion):
     template = "How many photos are in my {album} album?"
     app_names = (APP,)
@@ -315,7 +305,6 @@ class GalleryAlbumCountQuestion(TypedQuestion):
         yield ui.answer(summary.split()[0])
 
 
-@register
 class GalleryPhotoDateQuestion(TypedQuestion):
     template = 'On what date did I take the photo "{photo}" in my {album} album?'
     app_names = (APP,)
@@ -338,7 +327,6 @@ class GalleryPhotoDateQuestion(TypedQuestion):
         yield ui.answer(visible_rows(ui, "photo_item")[el.text])
 
 
-@register
 class GalleryPlaceCountQuestion(TypedQuestion):
     template = "How many photos in my {album} album were taken in {place}?"
     app_names = (APP,)
@@ -367,7 +355,6 @@ class GalleryPlaceCountQuestion(TypedQuestion):
         yield ui.answer(str(count))
 
 
-@register
 class GalleryFavoritesQuestion(TypedQuestion):
     template = "Which photos in my {album} album are marked as favorites?"
     app_names = (APP,)
@@ -405,7 +392,6 @@ class GalleryFavoritesQuestion(TypedQuestion):
 
 
 # -- across apps ---------------------------------------------------------------------------------
-@register
 class GallerySharePhoto(Task):
     template = 'Share the photo "{photo}" from my {album} album with {name} in Messages.'
     app_names = (APP, "Messages")
@@ -432,7 +418,6 @@ class GallerySharePhoto(Task):
         yield from ui.tap(desc="Send SMS")
 
 
-@register
 class GalleryAlbumCountToNote(Task):
     template = 'Create a note titled "{title}" that says how many photos are in my {album} album.'
     app_names = (APP, "Notes")
@@ -468,3 +453,22 @@ class GalleryAlbumCountToNote(Task):
         yield from ui.type_into(None, self.params["title"], rid="note_title")
         yield from ui.type_into(None, f"{count} photos", rid="note_body")
         yield from ui.tap(desc="Save")
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    GalleryFavoritePhoto,
+    GalleryUnfavoritePhoto,
+    GalleryDeletePhoto,
+    GalleryMovePhoto,
+    GalleryCreateAlbum,
+    GalleryNewAlbumWithPhoto,
+    GalleryReachAlbum,
+    GalleryReachPhoto,
+    GalleryAlbumCountQuestion,
+    GalleryPhotoDateQuestion,
+    GalleryPlaceCountQuestion,
+    GalleryFavoritesQuestion,
+    GallerySharePhoto,
+    GalleryAlbumCountToNote,
+)

@@ -89,7 +89,7 @@ from agent_runtime.simphone.tasks.shop import (
 )
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 
 @dataclass(frozen=True)

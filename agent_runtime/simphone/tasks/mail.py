@@ -19,12 +19,11 @@ from agent_runtime.simphone.tasks.base import Task, normalise_answer, parse_time
 from agent_runtime.simphone.tasks.common import REACH_VERBS, showing
 from agent_runtime.simphone.tasks.contacts import email_of, place_contact, random_person
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 from agent_runtime.simphone.tasks.typed_answers import TypedQuestion
 from agent_runtime.simphone.ui.dialogs import format_time
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.simphone.email"
 APP = "Email"
@@ -130,7 +129,6 @@ def compose(
     yield from ui.tap(desc="Send")
 
 
-@register
 class EmailSend(Task):
     template = 'Send an email to {address} with the subject "{subject}" saying "{body}".'
     app_names = (APP,)
@@ -162,7 +160,6 @@ class EmailSend(Task):
         yield from compose(ui, p["address"], p["subject"], p["body"])
 
 
-@register
 class EmailSendToContact(Task):
     template = 'Email {name} with the subject "{subject}" and the message "{body}".'
     app_names = (APP,)
@@ -194,7 +191,6 @@ class EmailSendToContact(Task):
         yield from compose(ui, p["name"], p["subject"], p["body"])
 
 
-@register
 class EmailReply(Task):
     template = 'Reply to {sender}\'s email about {topic} with "{body}".'
     app_names = (APP,)
@@ -219,7 +215,6 @@ class EmailReply(Task):
         yield from compose(ui, "", None, self.params["body"], clear_body=False)
 
 
-@register
 class EmailForward(Task):
     template = 'Forward the email "{subject}" to {address}.'
     app_names = (APP,)
@@ -269,7 +264,6 @@ class _MoveTask(Task):
         return 1.0 if ok else 0.0
 
 
-@register
 class EmailArchive(_MoveTask):
     template = 'Archive the email "{subject}".'
 
@@ -278,7 +272,6 @@ class EmailArchive(_MoveTask):
         yield from ui.tap(desc="Archive")
 
 
-@register
 class EmailDelete(_MoveTask):
     template = "Delete the email from {sender} about {topic}."
     target_folder = "trash"
@@ -288,7 +281,6 @@ class EmailDelete(_MoveTask):
         yield from ui.tap(desc="Delete")
 
 
-@register
 class EmailStar(Task):
     template = 'Star the email "{subject}" from {sender}.'
     app_names = (APP,)
@@ -311,7 +303,6 @@ class EmailStar(Task):
         yield from ui.tap(desc="Star")
 
 
-@register
 class EmailSendDraft(Task):
     template = 'Finish my draft "{subject}": add the line "{body}" at the end and send it.'
     app_names = (APP,)
@@ -348,7 +339,6 @@ class EmailSendDraft(Task):
         yield from compose(ui, "", None, "\n" + self.params["body"], clear_body=False)
 
 
-@register
 class EmailReachFolder(Task):
     template = "{verb} my {folder_name} folder in Email."
     app_names = (APP,)
@@ -375,7 +365,6 @@ class EmailReachFolder(Task):
         yield from ui.tap(self.params["folder_name"], rid="folder_chip")
 
 
-@register
 class EmailReachMessage(Task):
     template = "{verb} the email from {sender} about {topic}."
     app_names = (APP,)
@@ -397,7 +386,6 @@ class EmailReachMessage(Task):
         yield from open_mail(ui, self.params["subject"])
 
 
-@register
 class EmailSenderQuestion(TypedQuestion):
     template = "Who sent me the email about {topic}?"
     app_names = (APP,)
@@ -420,7 +408,6 @@ class EmailSenderQuestion(TypedQuestion):
         yield ui.answer(line.split("<")[0].strip())
 
 
-@register
 class EmailMeetingTimeQuestion(TypedQuestion):
     template = 'What time is the meeting in the email "{subject}"?'
     app_names = (APP,)
@@ -457,7 +444,6 @@ class EmailMeetingTimeQuestion(TypedQuestion):
         yield ui.answer(format_time(*times[0]))
 
 
-@register
 class EmailUnreadCountQuestion(TypedQuestion):
     template = "How many unread emails are in my inbox?"
     app_names = (APP,)
@@ -490,3 +476,21 @@ class EmailUnreadCountQuestion(TypedQuestion):
         yield from ui.tap("Inbox", rid="folder_chip")
         unread = ui.find_all(rid="email_item", where=lambda el: el.content_desc.startswith("Unread"))
         yield ui.answer(str(len(unread)))
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    EmailSend,
+    EmailSendToContact,
+    EmailReply,
+    EmailForward,
+    EmailArchive,
+    EmailDelete,
+    EmailStar,
+    EmailSendDraft,
+    EmailReachFolder,
+    EmailReachMessage,
+    EmailSenderQuestion,
+    EmailMeetingTimeQuestion,
+    EmailUnreadCountQuestion,
+)

@@ -17,11 +17,10 @@ from agent_runtime.simphone.apps.maps import CATALOGUE, MODES, MapsApp, Place, m
 from agent_runtime.simphone.tasks.base import Task
 from agent_runtime.simphone.tasks.common import REACH_VERBS, showing
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 from agent_runtime.simphone.tasks.typed_answers import TypedQuestion
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.simphone.maps"
 APP = "Maps"
@@ -73,7 +72,6 @@ def directions(ui: OracleUI, name: str, mode: str) -> Iterator[Action]:
         yield from ui.tap(MODES[mode], rid="mode_chip")
 
 
-@register
 class MapsSavePlace(Task):
     template = "Save {place} to my saved places in Maps."
     app_names = (APP,)
@@ -97,7 +95,6 @@ class MapsSavePlace(Task):
         yield from ui.tap("Save", rid="save")
 
 
-@register
 class MapsUnsavePlace(Task):
     template = "Remove {place} from my saved places."
     app_names = (APP,)
@@ -156,7 +153,6 @@ class _SetAddress(Task):
         return 1.0 if ok else 0.0
 
 
-@register
 class MapsSetHome(_SetAddress):
     template = "Set my home address in Maps to {address}."
 
@@ -167,7 +163,6 @@ class MapsSetHome(_SetAddress):
         yield from ui.dialog_button("Save")
 
 
-@register
 class MapsSetWork(_SetAddress):
     template = "My office is at {place} now: make it my work address in Maps."
     key = "work"
@@ -177,7 +172,6 @@ class MapsSetWork(_SetAddress):
         yield from ui.tap("Set as work", rid="set_work")
 
 
-@register
 class MapsReachDirections(Task):
     template = "{verb} {mode_adj} directions to {place}."
     app_names = (APP,)
@@ -201,7 +195,6 @@ class MapsReachDirections(Task):
         yield from directions(ui, self.params["place"], self.params["mode"])
 
 
-@register
 class MapsReachPlace(Task):
     template = "{verb} {place} in Maps."
     app_names = (APP,)
@@ -222,7 +215,6 @@ class MapsReachPlace(Task):
         yield from open_place(ui, self.params["place"])
 
 
-@register
 class MapsDirectionsHome(Task):
     template = "Show me {mode_adj} directions home."
     app_names = (APP,)
@@ -259,7 +251,6 @@ class _TravelQuestion(TypedQuestion):
         self.place = place(phone, self.params["place"])
 
 
-@register
 class MapsTravelTimeQuestion(_TravelQuestion):
     template = "How many minutes does it take to {mode_verb} to {place}?"
 
@@ -281,7 +272,6 @@ class MapsTravelTimeQuestion(_TravelQuestion):
         yield ui.answer(ui.require(rid="duration").text.split()[0])
 
 
-@register
 class MapsDistanceQuestion(_TravelQuestion):
     template = "How far away is {place}, in kilometres?"
     complexity = 0.8
@@ -298,7 +288,6 @@ class MapsDistanceQuestion(_TravelQuestion):
         yield ui.answer(item_title(ui, "distance").split()[0])
 
 
-@register
 class MapsSavedAddressQuestion(TypedQuestion):
     template = "What is the address of {place}, one of my saved places?"
     app_names = (APP,)
@@ -323,7 +312,6 @@ class MapsSavedAddressQuestion(TypedQuestion):
         yield ui.answer(item_title(ui, "address"))
 
 
-@register
 class MapsNearestQuestion(TypedQuestion):
     template = "What is the nearest {category_lower} to me?"
     app_names = (APP,)
@@ -354,7 +342,6 @@ class MapsNearestQuestion(TypedQuestion):
         yield ui.answer(next(el.text for el in ui.children(first) if el.resource_id.endswith("title")))
 
 
-@register
 class MapsSavedListQuestion(TypedQuestion):
     template = "Which places have I saved in Maps?"
     app_names = (APP,)
@@ -379,3 +366,20 @@ class MapsSavedListQuestion(TypedQuestion):
             for item in ui.find_all(rid="saved_item")
         ]
         yield ui.answer("; ".join(names))
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    MapsSavePlace,
+    MapsUnsavePlace,
+    MapsSetHome,
+    MapsSetWork,
+    MapsReachDirections,
+    MapsReachPlace,
+    MapsDirectionsHome,
+    MapsTravelTimeQuestion,
+    MapsDistanceQuestion,
+    MapsSavedAddressQuestion,
+    MapsNearestQuestion,
+    MapsSavedListQuestion,
+)

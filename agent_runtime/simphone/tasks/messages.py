@@ -21,10 +21,9 @@ from agent_runtime.simphone.tasks.contacts import (
     random_person,
 )
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.android.messaging"
 APP = "Messages"
@@ -86,7 +85,6 @@ def send_text(ui: OracleUI, text: str) -> Iterator[Action]:
     yield from ui.tap(desc="Send SMS")
 
 
-@register
 class MessagesSendToContact(Task):
     template = 'Send a text message to {name} saying "{text}".'
     app_names = (APP,)
@@ -108,7 +106,6 @@ class MessagesSendToContact(Task):
         yield from send_text(ui, self.params["text"])
 
 
-@register
 class MessagesSendToNumber(Task):
     template = 'Text the number {number}: "{text}".'
     app_names = (APP,)
@@ -135,7 +132,6 @@ class MessagesSendToNumber(Task):
         yield from send_text(ui, self.params["text"])
 
 
-@register
 class MessagesReply(Task):
     template = 'Reply to {name}\'s latest message with "{text}".'
     app_names = (APP,)
@@ -164,7 +160,6 @@ class MessagesReply(Task):
         yield from send_text(ui, self.params["text"])
 
 
-@register
 class MessagesLastMessageQuestion(QuestionTask):
     template = "What did {name} last text me?"
     app_names = (APP,)
@@ -192,7 +187,6 @@ class MessagesLastMessageQuestion(QuestionTask):
         yield ui.answer(bubbles[-1].text)
 
 
-@register
 class MessagesReachConversation(Task):
     template = "{verb} my conversation with {name} in Messages."
     app_names = (APP,)
@@ -219,7 +213,6 @@ class MessagesReachConversation(Task):
         yield from ui.tap(self.params["name"], rid="title")
 
 
-@register
 class MessagesShareNumber(Task):
     template = "Look up {name}'s phone number in Contacts and text it to {recipient}."
     app_names = (APP, "Contacts")
@@ -257,3 +250,14 @@ class MessagesShareNumber(Task):
         number = next(el.text for el in ui.children(row) if el.resource_id.endswith("title"))
         yield from start_chat(ui, self.params["recipient"])
         yield from send_text(ui, number)
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    MessagesSendToContact,
+    MessagesSendToNumber,
+    MessagesReply,
+    MessagesLastMessageQuestion,
+    MessagesReachConversation,
+    MessagesShareNumber,
+)

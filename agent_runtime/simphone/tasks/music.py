@@ -20,11 +20,10 @@ from agent_runtime.simphone.tasks.files import visible_rows
 from agent_runtime.simphone.tasks.messages import messages, send_text, start_chat
 from agent_runtime.simphone.tasks.notes import open_note, place_note
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 from agent_runtime.simphone.tasks.typed_answers import TypedQuestion
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.simphone.music"
 APP = "Music"
@@ -111,7 +110,6 @@ class _WithLibrary(Task):
         self.songs = add_library(phone)
 
 
-@register
 class MusicPlaySong(_WithLibrary):
     template = 'Play "{song}" by {artist} in Music.'
     app_names = (APP,)
@@ -130,7 +128,6 @@ class MusicPlaySong(_WithLibrary):
         yield from ui.tap(self.params["song"], rid="title")
 
 
-@register
 class MusicCreatePlaylist(Task):
     template = 'Create a playlist named "{playlist}" in Music.'
     app_names = (APP,)
@@ -159,7 +156,6 @@ class MusicCreatePlaylist(Task):
         yield from ui.dialog_button("Create")
 
 
-@register
 class MusicAddToPlaylist(_WithLibrary):
     template = 'Add the song "{song}" to my playlist "{playlist}".'
     app_names = (APP,)
@@ -187,7 +183,6 @@ class MusicAddToPlaylist(_WithLibrary):
         yield from ui.tap(self.params["playlist"], rid="title")
 
 
-@register
 class MusicRemoveFromPlaylist(_WithLibrary):
     template = 'Remove "{song}" from my playlist "{playlist}".'
     app_names = (APP,)
@@ -213,7 +208,6 @@ class MusicRemoveFromPlaylist(_WithLibrary):
         yield from song_menu(ui, self.params["song"], "Remove from playlist")
 
 
-@register
 class MusicLikeSong(_WithLibrary):
     template = 'Like the song "{song}" in Music.'
     app_names = (APP,)
@@ -248,7 +242,6 @@ class _Playing(_WithLibrary):
         s.shuffle, s.repeat = not self.params.get("shuffle", True), self.params.get("start_repeat", "off")
 
 
-@register
 class MusicSetShuffle(_Playing):
     template = "Turn shuffle {state} in the Music player."
     app_names = (APP,)
@@ -267,7 +260,6 @@ class MusicSetShuffle(_Playing):
         yield from ui.tap(rid="shuffle")
 
 
-@register
 class MusicSetRepeat(_Playing):
     template = 'Set repeat to "{mode}" in the Music player.'
     app_names = (APP,)
@@ -291,7 +283,6 @@ class MusicSetRepeat(_Playing):
         raise ui.error(f"repeat never showed {self.params['mode']!r}")
 
 
-@register
 class MusicPlayPlaylist(_WithLibrary):
     template = 'Play my playlist "{playlist}" from the start.'
     app_names = (APP,)
@@ -318,7 +309,6 @@ class MusicPlayPlaylist(_WithLibrary):
         yield from ui.tap(rid="play_all")
 
 
-@register
 class MusicReachArtist(_WithLibrary):
     template = "{verb} the page of the artist {artist} in Music."
     app_names = (APP,)
@@ -338,7 +328,6 @@ class MusicReachArtist(_WithLibrary):
         yield from ui.tap(self.params["artist"], rid="title")
 
 
-@register
 class MusicReachPlaylist(_WithLibrary):
     template = '{verb} my playlist "{playlist}".'
     app_names = (APP,)
@@ -360,7 +349,6 @@ class MusicReachPlaylist(_WithLibrary):
         yield from open_playlist(ui, self.params["playlist"])
 
 
-@register
 class MusicArtistQuestion(QuestionTask):
     template = 'Who sings "{song}"?'
     app_names = (APP,)
@@ -383,7 +371,6 @@ class MusicArtistQuestion(QuestionTask):
         yield ui.answer(summary.split(" · ")[0])
 
 
-@register
 class MusicPlaylistCountQuestion(TypedQuestion):
     template = 'How many songs are in my playlist "{playlist}"?'
     app_names = (APP,)
@@ -411,7 +398,6 @@ class MusicPlaylistCountQuestion(TypedQuestion):
         yield ui.answer(summary.split()[0])
 
 
-@register
 class MusicArtistSongsQuestion(TypedQuestion):
     template = "Which songs by {artist} are in my Music library?"
     app_names = (APP,)
@@ -442,7 +428,6 @@ class MusicArtistSongsQuestion(TypedQuestion):
 
 
 # -- across apps ---------------------------------------------------------------------------------
-@register
 class MusicTextArtist(Task):
     template = 'Text {name} the name of the artist who sings "{song}".'
     app_names = (APP, "Messages")
@@ -476,7 +461,6 @@ class MusicTextArtist(Task):
         yield from send_text(ui, artist)
 
 
-@register
 class MusicPlaylistFromNote(_WithLibrary):
     template = 'Create a playlist "{playlist}" with the songs listed in my note "{title}".'
     app_names = (APP, "Notes")
@@ -517,3 +501,23 @@ class MusicPlaylistFromNote(_WithLibrary):
             yield from ui.type_into(None, title, rid="search_box")
             yield from song_menu(ui, title, "Add to playlist")
             yield from ui.tap(self.params["playlist"], rid="title")
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    MusicPlaySong,
+    MusicCreatePlaylist,
+    MusicAddToPlaylist,
+    MusicRemoveFromPlaylist,
+    MusicLikeSong,
+    MusicSetShuffle,
+    MusicSetRepeat,
+    MusicPlayPlaylist,
+    MusicReachArtist,
+    MusicReachPlaylist,
+    MusicArtistQuestion,
+    MusicPlaylistCountQuestion,
+    MusicArtistSongsQuestion,
+    MusicTextArtist,
+    MusicPlaylistFromNote,
+)

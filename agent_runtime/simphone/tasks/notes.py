@@ -14,10 +14,9 @@ from agent_runtime.simphone.apps.notes import Note, NotesApp
 from agent_runtime.simphone.tasks.base import QuestionTask, Task, normalise_answer
 from agent_runtime.simphone.tasks.common import REACH_VERBS, showing
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.simphone.notes"
 APP = "Notes"
@@ -73,7 +72,6 @@ def random_note(rng: random.Random) -> dict[str, Any]:
     return {"title": title, "body": NOTES[title]}
 
 
-@register
 class NotesCreate(Task):
     template = 'Create a note titled "{title}" that says "{body}".'
     app_names = (APP,)
@@ -101,7 +99,6 @@ class NotesCreate(Task):
         yield from ui.tap(desc="Save")
 
 
-@register
 class NotesAppendLine(Task):
     template = 'Add the line "{line}" at the end of my note "{title}".'
     app_names = (APP,)
@@ -126,7 +123,6 @@ class NotesAppendLine(Task):
         yield from ui.tap(desc="Save")
 
 
-@register
 class NotesRename(Task):
     template = 'Rename my note "{title}" to "{new_title}".'
     app_names = (APP,)
@@ -154,7 +150,6 @@ class NotesRename(Task):
         yield from ui.tap(desc="Save")
 
 
-@register
 class NotesPin(Task):
     template = 'Pin my note "{title}" to the top.'
     app_names = (APP,)
@@ -176,7 +171,6 @@ class NotesPin(Task):
         yield from ui.tap(desc="Pin")
 
 
-@register
 class NotesDelete(Task):
     template = 'Delete my note "{title}".'
     app_names = (APP,)
@@ -199,7 +193,6 @@ class NotesDelete(Task):
         yield from ui.tap(desc="Delete")
 
 
-@register
 class NotesReachNote(Task):
     template = '{verb} my note "{title}".'
     app_names = (APP,)
@@ -221,7 +214,6 @@ class NotesReachNote(Task):
         yield from open_note(ui, self.params["title"])
 
 
-@register
 class NotesFactQuestion(QuestionTask):
     template = 'What is the {fact} written in my note "{title}"?'
     app_names = (APP,)
@@ -249,3 +241,15 @@ class NotesFactQuestion(QuestionTask):
         if line is None:
             raise ui.error(f"no line starting with {prefix!r} in the note")
         yield ui.answer(line.strip()[len(prefix) :].strip())
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    NotesCreate,
+    NotesAppendLine,
+    NotesRename,
+    NotesPin,
+    NotesDelete,
+    NotesReachNote,
+    NotesFactQuestion,
+)

@@ -15,14 +15,11 @@ themselves: use them with ``yield from``.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from agent_runtime.actions import Action, Answer, Click, OpenApp, Swipe, Terminate, Type
 from agent_runtime.errors import TaskError
 from agent_runtime.observation import Observation, UIElement
-
-if TYPE_CHECKING:
-    from agent_runtime.simphone.tasks.base import Task
 
 #: Swipes tried in one direction before ``scroll_to`` turns around.
 MAX_SCROLLS = 12
@@ -231,13 +228,24 @@ class OracleUI:
         yield Type(text=text, clear=clear, enter=enter)
 
 
+class Solvable(Protocol):
+    """What :class:`OraclePolicy` plays: a task's name and its expert script
+    (:meth:`~agent_runtime.simphone.tasks.base.Task.solve`). A protocol, since the task base
+    imports this module for :class:`OracleUI`; this module does not import it back."""
+
+    @property
+    def name(self) -> str: ...
+
+    def solve(self, ui: OracleUI) -> Iterator[Action]: ...
+
+
 class OraclePolicy:
     """``observation -> Action`` for one task instance, driven by the task's ``solve`` generator.
 
     When the generator is exhausted the policy answers :class:`Terminate` (success).
     """
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: Solvable) -> None:
         self.task = task
         self.ui: OracleUI | None = None
         self._script: Iterator[Action] | None = None
@@ -252,37 +260,3 @@ class OraclePolicy:
             return next(self._script)
         except StopIteration:
             return Terminate(status="success")
-
-
-def expert_steps(name: str, seed: int) -> int | None:
-    """How many steps the expert needs for instance ``(name, seed)`` on its own fresh phone, from
-    the UI tree alone (milliseconds); None if it cannot solve it. Steps count as an episode counts
-    them: every action, an answer included, until the expert terminates."""
-    from agent_runtime.simphone import SimPhone
-    from agent_runtime.simphone.tasks import make_task
-
-    task = make_task(name, seed)
-    phone = SimPhone(seed=seed)
-    try:
-        task.setup(phone)
-        expert = OraclePolicy(task)
-        answer: str | None = None
-        for steps in range(task.max_steps + 1):
-            package, activity = phone.current_focus()
-            screen = Observation(
-                screenshot=b"", size=phone.screen_size, ui_xml=phone.ui_xml(), app=package, activity=activity
-            )
-            action = expert(screen)
-            if isinstance(action, Terminate):
-                return steps if task.is_successful(phone, answer) >= 1.0 else None
-            if steps == task.max_steps:
-                break
-            if isinstance(action, Answer):
-                answer = action.text
-            else:
-                phone.execute(action)
-        return None
-    except Exception:  # an instance the expert cannot play has no reference length
-        return None
-    finally:
-        phone.close()

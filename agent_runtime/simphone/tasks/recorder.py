@@ -26,11 +26,10 @@ from agent_runtime.simphone.tasks.files import (
 )
 from agent_runtime.simphone.tasks.messages import messages, send_text, start_chat
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 from agent_runtime.simphone.tasks.typed_answers import TypedQuestion
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.simphone.recorder"
 APP = "Recorder"
@@ -118,7 +117,6 @@ class _Recording(Task):
         return new[0] if abs(new[0].seconds - self.params["seconds"]) <= LENGTH_TOLERANCE else None
 
 
-@register
 class RecorderRecordMemo(_Recording):
     template = "Record a voice memo about {seconds} seconds long."
     app_names = (APP,)
@@ -135,7 +133,6 @@ class RecorderRecordMemo(_Recording):
         yield from record(ui, self.params["seconds"])
 
 
-@register
 class RecorderRecordNamed(_Recording):
     template = 'Record a {seconds}-second voice memo and name it "{name}".'
     app_names = (APP,)
@@ -165,7 +162,6 @@ class RecorderRecordNamed(_Recording):
         yield from ui.dialog_button("Rename")
 
 
-@register
 class RecorderRename(Task):
     template = 'Rename my recording "{name}" to "{new_name}".'
     app_names = (APP,)
@@ -191,7 +187,6 @@ class RecorderRename(Task):
         yield from ui.dialog_button("Rename")
 
 
-@register
 class RecorderDelete(Task):
     template = 'Delete my recording "{name}".'
     app_names = (APP,)
@@ -214,7 +209,6 @@ class RecorderDelete(Task):
         yield from ui.dialog_button("Delete")
 
 
-@register
 class RecorderDeleteShort(Task):
     template = "Delete every recording shorter than {limit} seconds in Recorder."
     app_names = (APP,)
@@ -249,7 +243,6 @@ class RecorderDeleteShort(Task):
                 yield from ui.dialog_button("Delete")
 
 
-@register
 class RecorderPlay(Task):
     template = 'Play my recording "{name}".'
     app_names = (APP,)
@@ -270,7 +263,6 @@ class RecorderPlay(Task):
         yield from ui.tap(rid="play")
 
 
-@register
 class RecorderReachRecording(Task):
     template = '{verb} my recording "{name}" in Recorder.'
     app_names = (APP,)
@@ -291,7 +283,6 @@ class RecorderReachRecording(Task):
         yield from open_recording(ui, self.params["name"])
 
 
-@register
 class RecorderDurationQuestion(TypedQuestion):
     template = 'How long is my recording "{name}", in seconds?'
     app_names = (APP,)
@@ -313,7 +304,6 @@ class RecorderDurationQuestion(TypedQuestion):
         yield ui.answer(str(seconds_of(row_value(ui, "duration"))))
 
 
-@register
 class RecorderCountQuestion(TypedQuestion):
     template = "How many recordings do I have in Recorder?"
     app_names = (APP,)
@@ -339,7 +329,6 @@ class RecorderCountQuestion(TypedQuestion):
         yield ui.answer(str(len(rows)))
 
 
-@register
 class RecorderLongQuestion(TypedQuestion):
     template = "Which of my recordings are longer than {minutes} minutes?"
     app_names = (APP,)
@@ -374,7 +363,6 @@ class RecorderLongQuestion(TypedQuestion):
         )
 
 
-@register
 class RecorderDateQuestion(TypedQuestion):
     template = 'On what date did I record "{name}"?'
     app_names = (APP,)
@@ -398,7 +386,6 @@ class RecorderDateQuestion(TypedQuestion):
 
 
 # -- across apps ---------------------------------------------------------------------------------
-@register
 class RecorderTextLength(Task):
     template = 'Text {name} how long my recording "{rec}" is.'
     app_names = (APP, "Messages")
@@ -429,3 +416,20 @@ class RecorderTextLength(Task):
         length = row_value(ui, "duration")
         yield from start_chat(ui, self.params["name"])
         yield from send_text(ui, f"It is {length} long")
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    RecorderRecordMemo,
+    RecorderRecordNamed,
+    RecorderRename,
+    RecorderDelete,
+    RecorderDeleteShort,
+    RecorderPlay,
+    RecorderReachRecording,
+    RecorderDurationQuestion,
+    RecorderCountQuestion,
+    RecorderLongQuestion,
+    RecorderDateQuestion,
+    RecorderTextLength,
+)

@@ -41,6 +41,26 @@ from collections.abc import Iterable
 from typing import Literal
 
 from agent_runtime.errors import TaskError
+from agent_runtime.simphone.tasks import (
+    browser,
+    calendar,
+    clock,
+    contacts,
+    crossapp,
+    dialer,
+    expenses,
+    files,
+    gallery,
+    mail,
+    maps,
+    messages,
+    music,
+    notes,
+    recorder,
+    settings,
+    shop,
+    weather,
+)
 from agent_runtime.simphone.tasks.base import Task
 from agent_runtime.simphone.tasks.batches import TEMPLATE_BATCHES
 
@@ -74,16 +94,42 @@ TEMPLATE_HELDOUT: frozenset[str] = frozenset(
 #: How far :func:`task_instances` looks for instances of a split before giving up.
 MAX_SEED_SCAN = 2000
 
-_REGISTRY: dict[str, type[Task]] = {}
+#: The template modules, one per app (cross-app templates last), in the order they were added.
+TEMPLATE_MODULES = (
+    settings,
+    clock,
+    contacts,
+    messages,
+    calendar,
+    browser,
+    notes,
+    expenses,
+    shop,
+    files,
+    gallery,
+    music,
+    recorder,
+    dialer,
+    mail,
+    maps,
+    weather,
+    crossapp,
+)
 
 
-def register(cls: type[Task]) -> type[Task]:
-    """Class decorator: add a template to the registry (names must be unique)."""
-    name = cls.task_name()
-    if name in _REGISTRY and _REGISTRY[name] is not cls:
-        raise TaskError(f"task template {name!r} is registered twice")
-    _REGISTRY[name] = cls
-    return cls
+def _by_name(templates: Iterable[type[Task]]) -> dict[str, type[Task]]:
+    """``name -> template``. The registry owns the list of template modules and reads each one's
+    ``TEMPLATES``, so a template module never imports the registry it is listed in."""
+    found: dict[str, type[Task]] = {}
+    for cls in templates:
+        name = cls.task_name()
+        if name in found and found[name] is not cls:
+            raise TaskError(f"task template {name!r} is registered twice")
+        found[name] = cls
+    return found
+
+
+_REGISTRY = _by_name(cls for module in TEMPLATE_MODULES for cls in module.TEMPLATES)
 
 
 def registry() -> dict[str, type[Task]]:

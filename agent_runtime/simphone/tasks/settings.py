@@ -14,10 +14,9 @@ from agent_runtime.simphone.apps.settings import FONT_SIZES, TIMEOUTS, SettingsS
 from agent_runtime.simphone.tasks.base import QuestionTask, Task
 from agent_runtime.simphone.tasks.common import REACH_VERBS, SEEK_TOLERANCE, set_seek, showing
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.android.settings"
 APP = "Settings"
@@ -74,7 +73,6 @@ def open_page(ui: OracleUI, *path: str) -> Iterator[Action]:
         yield from ui.tap(item, cls="TextView")
 
 
-@register
 class SettingsToggle(Task):
     template = "Turn {state} {setting} in Settings."
     app_names = (APP,)
@@ -107,7 +105,6 @@ class SettingsToggle(Task):
             yield ui.click(switch)
 
 
-@register
 class SettingsConnectWifi(Task):
     template = "Connect the phone to the Wi-Fi network {ssid}."
     app_names = (APP,)
@@ -139,7 +136,6 @@ class SettingsConnectWifi(Task):
         yield from ui.tap(self.params["ssid"])
 
 
-@register
 class SettingsBrightness(Task):
     template = "Set the screen brightness to {level}%."
     app_names = (APP,)
@@ -162,7 +158,6 @@ class SettingsBrightness(Task):
         yield from set_seek(ui, self.params["level"], desc="Brightness level")
 
 
-@register
 class SettingsVolume(Task):
     template = "Set the {stream} volume to {level}%."
     app_names = (APP,)
@@ -190,7 +185,6 @@ class SettingsVolume(Task):
         yield from set_seek(ui, self.params["level"], desc=f"{self.params['stream'].title()} volume")
 
 
-@register
 class SettingsFontSize(Task):
     template = "Change the font size to {size}."
     app_names = (APP,)
@@ -213,7 +207,6 @@ class SettingsFontSize(Task):
         yield from ui.tap(self.params["size"], cls="TextView")
 
 
-@register
 class SettingsScreenTimeout(Task):
     template = "Make the screen turn off after {timeout} of inactivity."
     app_names = (APP,)
@@ -235,7 +228,6 @@ class SettingsScreenTimeout(Task):
         yield from ui.tap(self.params["timeout"], cls="TextView")
 
 
-@register
 class SettingsRenameDevice(Task):
     template = 'Rename this phone to "{name}".'
     app_names = (APP,)
@@ -257,7 +249,6 @@ class SettingsRenameDevice(Task):
         yield from ui.tap("OK", cls="Button")
 
 
-@register
 class SettingsReachPage(Task):
     template = "{verb} the {page} page in Settings."
     app_names = (APP,)
@@ -278,7 +269,6 @@ class SettingsReachPage(Task):
         yield from open_page(ui, *PAGES[self.params["page"]][1])
 
 
-@register
 class SettingsWifiNetworkQuestion(QuestionTask):
     template = "Which Wi-Fi network is the phone connected to right now?"
     app_names = (APP,)
@@ -303,3 +293,17 @@ class SettingsWifiNetworkQuestion(QuestionTask):
         row = ui.row_of(ui.require("Wi-Fi", cls="TextView"))
         summary = next(el for el in ui.children(row) if el.resource_id.endswith("summary"))
         yield ui.answer(summary.text)
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    SettingsToggle,
+    SettingsConnectWifi,
+    SettingsBrightness,
+    SettingsVolume,
+    SettingsFontSize,
+    SettingsScreenTimeout,
+    SettingsRenameDevice,
+    SettingsReachPage,
+    SettingsWifiNetworkQuestion,
+)

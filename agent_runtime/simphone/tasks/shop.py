@@ -14,10 +14,9 @@ from agent_runtime.simphone.apps.shop import CATALOG, CartItem, Product, ShopApp
 from agent_runtime.simphone.tasks.base import QuestionTask, Task
 from agent_runtime.simphone.tasks.common import REACH_VERBS, showing
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.simphone.shop"
 APP = "Shop"
@@ -70,7 +69,6 @@ def open_cart(ui: OracleUI) -> Iterator[Action]:
     yield from ui.tap(where=lambda el: el.content_desc.startswith("Cart,"))
 
 
-@register
 class ShopAddToCart(Task):
     template = "Add the {product} ({options_text}) to my shopping cart."
     app_names = (APP,)
@@ -99,7 +97,6 @@ class ShopAddToCart(Task):
         yield from ui.tap("Add to cart", rid="add_to_cart")
 
 
-@register
 class ShopAddQuantity(ShopAddToCart):
     template = "Put {qty} of the {product} ({options_text}) in my cart."
     complexity = 1.5
@@ -119,7 +116,6 @@ class ShopAddQuantity(ShopAddToCart):
         yield from ui.tap("Add to cart", rid="add_to_cart")
 
 
-@register
 class ShopBuy(ShopAddToCart):
     template = "Buy the {product} ({options_text}): add it to the cart and place the order."
     complexity = 2.0
@@ -140,7 +136,6 @@ class ShopBuy(ShopAddToCart):
         yield from ui.dialog_button("Place order")
 
 
-@register
 class ShopWishlist(Task):
     template = "Add the {product} to my wishlist in the Shop app."
     app_names = (APP,)
@@ -162,7 +157,6 @@ class ShopWishlist(Task):
         yield from ui.tap("Add to wishlist", rid="wishlist")
 
 
-@register
 class ShopRemoveFromCart(Task):
     template = "Remove the {product} from my shopping cart."
     app_names = (APP,)
@@ -200,7 +194,6 @@ class ShopRemoveFromCart(Task):
         yield ui.click(ui.in_row(self.params["product"], row_rid="cart_item", text="Remove"))
 
 
-@register
 class ShopReachProduct(Task):
     template = "{verb} the product page of the {product} in the Shop app."
     app_names = (APP,)
@@ -221,7 +214,6 @@ class ShopReachProduct(Task):
         yield from open_product(ui, self.params["product"])
 
 
-@register
 class ShopPriceQuestion(QuestionTask):
     template = "How much does the {product} cost in the Shop app?"
     app_names = (APP,)
@@ -243,7 +235,6 @@ class ShopPriceQuestion(QuestionTask):
         yield ui.answer(ui.require(rid="price").text)
 
 
-@register
 class ShopCartTotalQuestion(QuestionTask):
     template = "What is the total of my shopping cart right now?"
     app_names = (APP,)
@@ -268,3 +259,16 @@ class ShopCartTotalQuestion(QuestionTask):
         yield ui.open_app(APP)
         yield from open_cart(ui)
         yield ui.answer(ui.require(rid="cart_total").text)
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    ShopAddToCart,
+    ShopAddQuantity,
+    ShopBuy,
+    ShopWishlist,
+    ShopRemoveFromCart,
+    ShopReachProduct,
+    ShopPriceQuestion,
+    ShopCartTotalQuestion,
+)

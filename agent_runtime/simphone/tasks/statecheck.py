@@ -32,7 +32,7 @@ from agent_runtime.simphone.ui.dialogs import format_time
 from agent_runtime.traces import Verification
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 #: Every app's stored data as records, by app label (see :func:`snapshot`).
 Snapshot = Mapping[str, frozenset[str]]

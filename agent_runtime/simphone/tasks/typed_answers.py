@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 from agent_runtime.simphone.tasks.base import QuestionTask, answers_match, normalise_answer
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 _MONTHS = {name.casefold(): i for i, name in enumerate(calendar.month_name) if name} | {
     name.casefold(): i for i, name in enumerate(calendar.month_abbr) if name

@@ -19,11 +19,10 @@ from agent_runtime.simphone.apps.weather import CITIES, CONDITIONS, RAINY, City,
 from agent_runtime.simphone.tasks.base import Task
 from agent_runtime.simphone.tasks.common import REACH_VERBS, showing
 from agent_runtime.simphone.tasks.oracle import OracleUI
-from agent_runtime.simphone.tasks.registry import register
 from agent_runtime.simphone.tasks.typed_answers import TypedQuestion, iso
 
 if TYPE_CHECKING:
-    from agent_runtime.simphone import SimPhone
+    from agent_runtime.simphone.phone import SimPhone
 
 PACKAGE = "com.simphone.weather"
 APP = "Weather"
@@ -81,7 +80,6 @@ def random_city(rng: random.Random) -> dict[str, Any]:
     return {"city": rng.choice(NAMES)}
 
 
-@register
 class WeatherAddCity(Task):
     template = "Add {city} to my cities in the Weather app."
     app_names = (APP,)
@@ -107,7 +105,6 @@ class WeatherAddCity(Task):
         yield from ui.tap(self.params["city"], rid="title")
 
 
-@register
 class WeatherRemoveCity(Task):
     template = "Remove {city} from the Weather app."
     app_names = (APP,)
@@ -131,7 +128,6 @@ class WeatherRemoveCity(Task):
         yield from ui.dialog_button("Remove")
 
 
-@register
 class WeatherSetUnits(Task):
     template = "Switch the Weather app to {unit_name}, then show me the forecast for {city}."
     app_names = (APP,)
@@ -160,7 +156,6 @@ class WeatherSetUnits(Task):
         yield from ui.tap(desc=self.params["city"], rid="city_item")
 
 
-@register
 class WeatherSetHome(Task):
     template = "Make {city} my home city in Weather."
     app_names = (APP,)
@@ -188,7 +183,6 @@ class WeatherSetHome(Task):
         yield from ui.tap(desc="Set as home")
 
 
-@register
 class WeatherReachCity(Task):
     template = "{verb} the weather forecast for {city}."
     app_names = (APP,)
@@ -244,7 +238,6 @@ class _ForecastQuestion(TypedQuestion):
         self.day = phone.now.date() + dt.timedelta(days=p["offset"])
 
 
-@register
 class WeatherHighQuestion(_ForecastQuestion):
     template = "What will the high be in {city} {when}, in degrees {unit_name}?"
     match = "number"
@@ -257,7 +250,6 @@ class WeatherHighQuestion(_ForecastQuestion):
         yield ui.answer(shown_number(forecast_row(ui, self.params["offset"])["high_low"]))
 
 
-@register
 class WeatherRainQuestion(_ForecastQuestion):
     template = "Will it rain in {city} {when}? Answer yes or no."
 
@@ -270,7 +262,6 @@ class WeatherRainQuestion(_ForecastQuestion):
         yield ui.answer("yes" if condition in RAINY else "no")
 
 
-@register
 class WeatherCurrentTempQuestion(TypedQuestion):
     template = "What is the temperature in {city} right now, in degrees {unit_name}?"
     app_names = (APP,)
@@ -294,7 +285,6 @@ class WeatherCurrentTempQuestion(TypedQuestion):
         yield ui.answer(shown_number(ui.require(rid="current_temp").text))
 
 
-@register
 class WeatherWettestDayQuestion(TypedQuestion):
     template = "On which date this week is the chance of rain highest in {city}?"
     app_names = (APP,)
@@ -327,7 +317,6 @@ class WeatherWettestDayQuestion(TypedQuestion):
         yield ui.answer(max(chances)[1])
 
 
-@register
 class WeatherWeekLowQuestion(TypedQuestion):
     template = (
         "What is the lowest temperature forecast in {city} over the next seven days, in degrees {unit_name}?"
@@ -367,7 +356,6 @@ class WeatherWeekLowQuestion(TypedQuestion):
         yield ui.answer(str(min(lows)))
 
 
-@register
 class WeatherRainTomorrowListQuestion(TypedQuestion):
     template = "Which of my cities in the Weather app will get rain tomorrow? List them."
     app_names = (APP,)
@@ -406,3 +394,19 @@ class WeatherRainTomorrowListQuestion(TypedQuestion):
                 rainy.append(name)
             yield ui.click(ui.require(desc="Navigate up"))
         yield ui.answer(", ".join(rainy))
+
+
+#: This module's templates; :mod:`.registry` lists them by name.
+TEMPLATES: tuple[type[Task], ...] = (
+    WeatherAddCity,
+    WeatherRemoveCity,
+    WeatherSetUnits,
+    WeatherSetHome,
+    WeatherReachCity,
+    WeatherHighQuestion,
+    WeatherRainQuestion,
+    WeatherCurrentTempQuestion,
+    WeatherWettestDayQuestion,
+    WeatherWeekLowQuestion,
+    WeatherRainTomorrowListQuestion,
+)

@@ -7,8 +7,10 @@ their screens stay visible and tappable.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from agent_runtime.coords import Size
+from agent_runtime.simphone.app import AppHost
 from agent_runtime.simphone.apps.launcher import LAUNCHER_PACKAGE
 from agent_runtime.simphone.system import (
     nav_bar,
@@ -18,15 +20,34 @@ from agent_runtime.simphone.system import (
     toast,
 )
 from agent_runtime.simphone.ui.dialogs import build_dialog
-from agent_runtime.simphone.ui.keyboard import build_keyboard, keyboard_height
+from agent_runtime.simphone.ui.keyboard import KeyboardState, build_keyboard, keyboard_height
 from agent_runtime.simphone.ui.view import View
 from agent_runtime.simphone.ui.widgets import UI
 
-if TYPE_CHECKING:
-    from agent_runtime.simphone.phone import SimPhone
+
+class Display(AppHost, Protocol):
+    """The phone as one frame shows it: its apps plus the toast, the soft keyboard and the
+    system bars' buttons (the phone calls :func:`compose_screen` with itself)."""
+
+    foreground: str
+    keyboard: KeyboardState
+
+    @property
+    def size(self) -> Size: ...
+
+    @property
+    def toast_text(self) -> str | None: ...
+
+    def key(self, code: int) -> None: ...
+
+    def key_typed(self, text: str) -> None: ...
+
+    def home(self) -> None: ...
+
+    def recents(self) -> None: ...
 
 
-def compose_screen(phone: SimPhone) -> View:
+def compose_screen(phone: Display) -> View:
     """The root view of the current screen (not laid out yet)."""
     t = phone.theme
     w, h = phone.size
@@ -38,7 +59,7 @@ def compose_screen(phone: SimPhone) -> View:
     home = phone.foreground == LAUNCHER_PACKAGE and screen.name == "main"
     app_area = (0, sb, w, h - nb - kb)
     root = View(cls="android.widget.FrameLayout", direction="stack", package=app.package)
-    content = app.build(UI(t, app, screen))
+    content = app.build(UI(t, phone, screen))
     content.pos = (0, 0, w, h) if home and not kb else app_area
     root.add(content)
     if screen.dialog is not None:
@@ -49,7 +70,7 @@ def compose_screen(phone: SimPhone) -> View:
                 dialog.on_cancel()
             screen.dialog = None
 
-        scrim, card = build_dialog(UI(t, app, dialog), dialog, cancel)
+        scrim, card = build_dialog(UI(t, phone, dialog), dialog, cancel)
         scrim.pos = (0, 0, w, h)
         root.add(scrim, View(direction="stack", pos=app_area).add(card))
     if phone.toast_text:

@@ -8,22 +8,18 @@ owner (a screen or a dialog), so fields read their text and focus from the right
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
-from agent_runtime.simphone.app import FieldOwner
+from agent_runtime.simphone.ui.fields import FieldHost, FieldOwner
 from agent_runtime.simphone.ui.theme import Color, Theme
 from agent_runtime.simphone.ui.view import Handler, View
 
-if TYPE_CHECKING:
-    from agent_runtime.simphone.app import App
-
 
 class UI:
-    """Widget factory bound to a theme, an app and the field owner being built."""
+    """Widget factory bound to a theme, the phone (focus, Back) and the field owner being built."""
 
-    def __init__(self, theme: Theme, app: App, owner: FieldOwner) -> None:
+    def __init__(self, theme: Theme, phone: FieldHost, owner: FieldOwner) -> None:
         self.t = theme
-        self.app = app
+        self.phone = phone
         self.owner = owner
 
     # -- basics -----------------------------------------------------------------------------
@@ -245,7 +241,7 @@ class UI:
         w: float | None = None,
     ) -> View:
         t = self.t
-        owner, phone = self.owner, self.app.phone
+        owner, phone = self.owner, self.phone
         focused = owner.focus == key
         v = View(
             kind="edit",
@@ -379,7 +375,7 @@ class UI:
             gap=self.dp(4),
         )
         if back:
-            bar.add(self.icon_button("arrow_left", "Navigate up", self.app.phone.back, rid="up"))
+            bar.add(self.icon_button("arrow_left", "Navigate up", self.phone.back, rid="up"))
         else:
             bar.add(self.spacer(w=12))
         title_v = self.text(title, 22, rid="title")

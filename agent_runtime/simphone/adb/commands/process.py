@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import TYPE_CHECKING
 
-from agent_runtime.simphone.adb.context import SH, CommandFn, Context
-
-if TYPE_CHECKING:
-    from agent_runtime.simphone.adb.shell import AndroidShell
+from agent_runtime.simphone.adb.context import SH, CommandFn, Context, Device
 
 #: (user, pid, ppid, name) of the system processes every phone runs.
 SYSTEM_PROCESSES = (
@@ -34,6 +30,8 @@ SYSTEM_PROCESSES = (
 _ZYGOTE = 329
 #: The shell ``adb shell`` runs in, and the ``ps`` it runs.
 SHELL_PID = 4200
+#: ``sh -c 'sh -c …'`` nesting SimPhone follows before it refuses.
+MAX_DEPTH = 16
 _DEFAULT_FIELDS = ["USER", "PID", "PPID", "VSZ", "RSS", "WCHAN", "ADDR", "S", "NAME"]
 _NAME_ALIASES = ("CMD", "CMDLINE", "ARGS", "COMM", "COMMAND")
 _PS_FIELDS = frozenset((*_DEFAULT_FIELDS, "UID", *_NAME_ALIASES))
@@ -41,17 +39,17 @@ _PS_FIELDS = frozenset((*_DEFAULT_FIELDS, "UID", *_NAME_ALIASES))
 _LEFT = frozenset(("USER", "WCHAN", "S", "NAME", *_NAME_ALIASES))
 
 
-def task_id(device: AndroidShell, package: str) -> int:
+def task_id(device: Device, package: str) -> int:
     """The task id ``dumpsys activity`` shows for a package (stable: its rank among the packages)."""
     packages = sorted(device.packages())
     return 10 + packages.index(package) if package in packages else 1
 
 
-def app_pid(device: AndroidShell, package: str) -> int:
+def app_pid(device: Device, package: str) -> int:
     return 1000 + task_id(device, package)
 
 
-def processes(device: AndroidShell) -> list[dict[str, str]]:
+def processes(device: Device) -> list[dict[str, str]]:
     """Every process as ``ps -A`` fields: the system's, then one per running app."""
     rows = [(user, pid, ppid, name) for user, pid, ppid, name in SYSTEM_PROCESSES]
     for package in device.running():
@@ -135,7 +133,7 @@ def pidof(ctx: Context, args: list[str]) -> int:
     return 0
 
 
-def now_utc(device: AndroidShell) -> dt.datetime:
+def now_utc(device: Device) -> dt.datetime:
     """SimPhone's virtual clock (what the status bar shows), as a UTC time."""
     return device.phone.now.replace(tzinfo=dt.UTC)
 
@@ -186,8 +184,6 @@ class _Bytes:
 
 def sh(ctx: Context, args: list[str]) -> int:
     """``sh -c LINE``, ``sh FILE`` or ``sh`` reading a script from stdin, line by line, until ``exit``."""
-    from agent_runtime.simphone.adb.shell import MAX_DEPTH
-
     if ctx.depth >= MAX_DEPTH:
         ctx.error(f"{SH}: too many nested shells")
         return 2
