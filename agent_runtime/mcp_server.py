@@ -50,7 +50,8 @@ from agent_runtime.events import (
 )
 
 if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
 
     from agent_runtime.runtime import Runtime
 
@@ -291,9 +292,6 @@ def build_server(tools: RuntimeTools) -> "MCPServer":
     )
     one_run = anyio.Lock()
 
-    def tool_error(exc: AgentRuntimeError) -> ToolError:
-        return ToolError(str(exc))
-
     @server.tool()
     async def run_task(
         task: Annotated[str, Field(description="What the agent should do, e.g. 'Turn on Wi-Fi'.")],
@@ -313,59 +311,7 @@ def build_server(tools: RuntimeTools) -> "MCPServer":
         the run's summary (run_id, success, status, verified, answer, steps, run_dir). On SimPhone
         a task whose text is a SimPhone task's goal is checked at the end (verified)."""
         async with one_run:
-            try:
-                runtime = tools.runtime(graph)
-            except AgentRuntimeError as exc:
-                raise tool_error(exc) from None
-            sent = 0
-            capabilities = ctx.client_capabilities
-            attended = capabilities is not None and capabilities.elicitation is not None
-
-            async def report(event: Event) -> None:
-                nonlocal sent
-                message = progress_message(event)
-                if message is not None:
-                    sent += 1  # MCP: progress must increase with each notification
-                    await ctx.report_progress(sent, None, message)
-
-            async def elicit(request: InputRequest) -> InputReply | None:
-                """The user's reply; a reply too long to take is asked again (the trace keeps a
-                bounded prefix of it), and after ELICIT_TRIES of those, None: the run waits."""
-                schema: type[BaseModel] = Answer if request.kind == "ask" else Confirmation
-                message, refused = request.describe(), []
-                for _ in range(ELICIT_TRIES):
-                    result = await ctx.elicit(message, schema)
-                    try:
-                        reply = elicited_reply(request, result)
-                    except ConfigError as exc:
-                        refused.append(cut_for_trace(typed_text(result), exc.message))
-                        message = f"Your reply was not taken: {exc.message}. {request.describe()}"
-                        continue
-                    return reply.model_copy(update={"refused": refused[-MAX_REFUSED:]})
-                return None
-
-            def play() -> RunFinished | None:
-                final = None
-                for event in runtime.stream(task, device=device, max_steps=max_steps, interactive=attended):
-                    final = event if isinstance(event, RunFinished) else final
-                    anyio.from_thread.run(report, event)
-                    if isinstance(event, InputRequested):
-                        reply = anyio.from_thread.run(elicit, event.request)
-                        if reply is not None:  # else no reply: the run ends waiting, resumable
-                            runtime.respond(event.request.id, reply)
-                return final
-
-            try:
-                final = await anyio.to_thread.run_sync(play, abandon_on_cancel=True)
-            except anyio.get_cancelled_exc_class():
-                runtime.cancel()  # the caller cancelled: the run records "interrupted" and stops
-                raise
-            except AgentRuntimeError as exc:
-                raise tool_error(exc) from None
-            except Exception as exc:  # a bug: say what it was, not just that the tool failed
-                raise ToolError(
-                    f"internal error: {type(exc).__name__}: {exc} (this is a bug; please report it)"
-                ) from exc
+            final = await _play_task(tools, ctx, task, device, max_steps, graph)
         if final is None:
             raise ToolError("the run ended without a result")
         return run_summary(final)
@@ -386,7 +332,7 @@ def build_server(tools: RuntimeTools) -> "MCPServer":
         try:
             data, mime = await anyio.to_thread.run_sync(screenshot_of, device, tools.config)
         except AgentRuntimeError as exc:
-            raise tool_error(exc) from None
+            raise _tool_error(exc) from None
         import base64
 
         return ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type=mime)
@@ -399,9 +345,81 @@ def build_server(tools: RuntimeTools) -> "MCPServer":
         try:
             return run_details(tools.runs_dir, run_id)
         except AgentRuntimeError as exc:
-            raise tool_error(exc) from None
+            raise _tool_error(exc) from None
 
     return server
+
+
+def _tool_error(exc: AgentRuntimeError) -> "ToolError":
+    """An error the caller can fix, as the tool error the client shows: message and hint."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    return ToolError(str(exc))
+
+
+async def _play_task(
+    tools: RuntimeTools, ctx: "Context", task: str, device: str, max_steps: int | None, graph: str | None
+) -> RunFinished | None:
+    """``run_task``'s run, in a worker thread: each step reported as MCP progress, each request put
+    to the client's user by elicitation when the client supports it (else the run is unattended);
+    cancelling the call interrupts the run. Returns its ``RunFinished``."""
+    import anyio
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        runtime = tools.runtime(graph)
+    except AgentRuntimeError as exc:
+        raise _tool_error(exc) from None
+    sent = 0
+    capabilities = ctx.client_capabilities
+    attended = capabilities is not None and capabilities.elicitation is not None
+
+    async def report(event: Event) -> None:
+        nonlocal sent
+        message = progress_message(event)
+        if message is not None:
+            sent += 1  # MCP: progress must increase with each notification
+            await ctx.report_progress(sent, None, message)
+
+    def play() -> RunFinished | None:
+        final = None
+        for event in runtime.stream(task, device=device, max_steps=max_steps, interactive=attended):
+            final = event if isinstance(event, RunFinished) else final
+            anyio.from_thread.run(report, event)
+            if isinstance(event, InputRequested):
+                reply = anyio.from_thread.run(_elicit, ctx, event.request)
+                if reply is not None:  # else no reply: the run ends waiting, resumable
+                    runtime.respond(event.request.id, reply)
+        return final
+
+    try:
+        return await anyio.to_thread.run_sync(play, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        runtime.cancel()  # the caller cancelled: the run records "interrupted" and stops
+        raise
+    except AgentRuntimeError as exc:
+        raise _tool_error(exc) from None
+    except Exception as exc:  # a bug: say what it was, not just that the tool failed
+        raise ToolError(
+            f"internal error: {type(exc).__name__}: {exc} (this is a bug; please report it)"
+        ) from exc
+
+
+async def _elicit(ctx: "Context", request: InputRequest) -> InputReply | None:
+    """The user's reply; a reply too long to take is asked again (the trace keeps a bounded
+    prefix of it), and after ELICIT_TRIES of those, None: the run waits."""
+    schema: type[BaseModel] = Answer if request.kind == "ask" else Confirmation
+    message, refused = request.describe(), []
+    for _ in range(ELICIT_TRIES):
+        result = await ctx.elicit(message, schema)
+        try:
+            reply = elicited_reply(request, result)
+        except ConfigError as exc:
+            refused.append(cut_for_trace(typed_text(result), exc.message))
+            message = f"Your reply was not taken: {exc.message}. {request.describe()}"
+            continue
+        return reply.model_copy(update={"refused": refused[-MAX_REFUSED:]})
+    return None
 
 
 def serve(config_path: Path | None = None, runs_dir: Path | None = None) -> None:

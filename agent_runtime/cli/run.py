@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from agent_runtime.config import RuntimeConfig, SafetyConfig
     from agent_runtime.control import InputReply, InputRequest
     from agent_runtime.costs import RunCosts
+    from agent_runtime.runtime import Runtime
     from agent_runtime.traces import Verification
     from agent_runtime.tracing import Redactor
 
@@ -239,92 +240,102 @@ class LiveView:
             self.say(f"  reflector {escape(str(out.get('outcome')))} {latency}")
 
 
+#: ``run``'s arguments and options (module level, so the command's signature stays readable).
+TaskArg = Annotated[str | None, typer.Argument(help="What the agent should do (omit with --resume).")]
+DeviceOpt = Annotated[
+    str | None,
+    typer.Option("--device", "-d", help="Device spec: simphone[:SEED] | adb[:SERIAL] | desktop[:DISPLAY]."),
+]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="Config file (default: ./agent-runtime.toml).")
+]
+MaxStepsOpt = Annotated[
+    int | None,
+    typer.Option("--max-steps", min=1, help="Step budget (default: graph.max_steps in the config)."),
+]
+GraphOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--graph",
+        "-g",
+        help="Agent graph: mobile_agent_v3 (Manager, Worker, Reflector, Notetaker), hi_agent "
+        "(high + low level), single (GUI-Owl, one call per step) or auto (single, escalating "
+        "to mobile_agent_v3). Default: graph.kind in the config.",
+    ),
+]
+RunsDirOpt = Annotated[
+    Path | None,
+    typer.Option("--runs-dir", help="Where run directories go (default: runs.dir in the config)."),
+]
+ResumeOpt = Annotated[
+    str | None,
+    typer.Option("--resume", help="Continue the interrupted, killed or errored run with this id."),
+]
+TaskIdOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--task-id",
+        help="Play SimPhone task instance TEMPLATE[/SEED] instead of a TASK text: its goal is the "
+        "task, the phone is set up for it and the result is checked at the end "
+        "(list them: agent-runtime simphone tasks).",
+    ),
+]
+JsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print one JSON object {run_id, success, status, verified, verification, answer, "
+        "steps, run_dir, costs}; success is the agent's claim, verified the check's (null: not "
+        "checked); costs holds per-role and total tokens, latency, critical-path share, money. "
+        "No one is asked anything: requests are settled as [safety] says for unattended runs.",
+    ),
+]
+YesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--yes",
+        "-y",
+        help="Approve every action that would wait for a confirmation, and ask nothing: an "
+        "unattended run with [safety] unattended = approve (each step records it).",
+    ),
+]
+TasksFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--tasks",
+        help="Play every task of FILE (a task per line, or JSON lines {task, device}) across the "
+        "devices, unattended, and print one summary. Exit 0 only if every task was verified; 1 if "
+        "any failed; 3 if the rest only claimed success.",
+    ),
+]
+WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="--tasks: SimPhone tasks played at once.")]
+RayOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        metavar="local|auto|ADDRESS",
+        help="--tasks: play on Ray (default: [cluster] ray_address; docs/scale-out.md).",
+    ),
+]
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     @guarded
     def run(
-        task: Annotated[
-            str | None, typer.Argument(help="What the agent should do (omit with --resume).")
-        ] = None,
-        device: Annotated[
-            str | None,
-            typer.Option(
-                "--device", "-d", help="Device spec: simphone[:SEED] | adb[:SERIAL] | desktop[:DISPLAY]."
-            ),
-        ] = None,
-        config: Annotated[
-            Path | None, typer.Option("--config", "-c", help="Config file (default: ./agent-runtime.toml).")
-        ] = None,
-        max_steps: Annotated[
-            int | None,
-            typer.Option("--max-steps", min=1, help="Step budget (default: graph.max_steps in the config)."),
-        ] = None,
-        graph: Annotated[
-            str | None,
-            typer.Option(
-                "--graph",
-                "-g",
-                help="Agent graph: mobile_agent_v3 (Manager, Worker, Reflector, Notetaker), hi_agent "
-                "(high + low level), single (GUI-Owl, one call per step) or auto (single, escalating "
-                "to mobile_agent_v3). Default: graph.kind in the config.",
-            ),
-        ] = None,
-        runs_dir: Annotated[
-            Path | None,
-            typer.Option("--runs-dir", help="Where run directories go (default: runs.dir in the config)."),
-        ] = None,
-        resume: Annotated[
-            str | None,
-            typer.Option("--resume", help="Continue the interrupted, killed or errored run with this id."),
-        ] = None,
-        task_id: Annotated[
-            str | None,
-            typer.Option(
-                "--task-id",
-                help="Play SimPhone task instance TEMPLATE[/SEED] instead of a TASK text: its goal is the "
-                "task, the phone is set up for it and the result is checked at the end "
-                "(list them: agent-runtime simphone tasks).",
-            ),
-        ] = None,
-        as_json: Annotated[
-            bool,
-            typer.Option(
-                "--json",
-                help="Print one JSON object {run_id, success, status, verified, verification, answer, "
-                "steps, run_dir, costs}; success is the agent's claim, verified the check's (null: not "
-                "checked); costs holds per-role and total tokens, latency, critical-path share, money. "
-                "No one is asked anything: requests are settled as [safety] says for unattended runs.",
-            ),
-        ] = False,
-        yes: Annotated[
-            bool,
-            typer.Option(
-                "--yes",
-                "-y",
-                help="Approve every action that would wait for a confirmation, and ask nothing: an "
-                "unattended run with [safety] unattended = approve (each step records it).",
-            ),
-        ] = False,
-        tasks_file: Annotated[
-            Path | None,
-            typer.Option(
-                "--tasks",
-                help="Play every task of FILE (a task per line, or JSON lines {task, device}) across the "
-                "devices, unattended, and print one summary. Exit 0 only if every task was verified; 1 if "
-                "any failed; 3 if the rest only claimed success.",
-            ),
-        ] = None,
-        workers: Annotated[
-            int, typer.Option("--workers", min=1, help="--tasks: SimPhone tasks played at once.")
-        ] = 1,
-        ray: Annotated[
-            str | None,
-            typer.Option(
-                "--ray",
-                metavar="local|auto|ADDRESS",
-                help="--tasks: play on Ray (default: [cluster] ray_address; docs/scale-out.md).",
-            ),
-        ] = None,
+        task: TaskArg = None,
+        device: DeviceOpt = None,
+        config: ConfigOpt = None,
+        max_steps: MaxStepsOpt = None,
+        graph: GraphOpt = None,
+        runs_dir: RunsDirOpt = None,
+        resume: ResumeOpt = None,
+        task_id: TaskIdOpt = None,
+        as_json: JsonOpt = False,
+        yes: YesOpt = False,
+        tasks_file: TasksFileOpt = None,
+        workers: WorkersOpt = 1,
+        ray: RayOpt = None,
     ) -> None:
         """Run a task on a device with the configured roles; stream progress; write a trace.
 
@@ -343,28 +354,14 @@ def register(app: typer.Typer) -> None:
         """
         from agent_runtime.config import load_config
         from agent_runtime.errors import ConfigError
-        from agent_runtime.runtime import Runtime, finished_summary, finished_verification
-        from agent_runtime.tracing import Redactor
+        from agent_runtime.runtime import Runtime
 
         if tasks_file is not None:
             if task or task_id or resume:
                 raise ConfigError("give either --tasks FILE or a TASK (--task-id, --resume), not both")
             _batch(tasks_file, load_config(config, **{"device.spec": device, "graph.kind": graph}), runs_dir,
                    max_steps, workers, ray, as_json)  # fmt: skip
-        if ray is not None or workers != 1:
-            raise ConfigError(
-                "--ray and --workers apply to --tasks FILE", hint="add --tasks FILE, or drop them"
-            )
-        if resume and (task or task_id):
-            raise ConfigError("give either a TASK (or --task-id) or --resume RUN_ID, not both")
-        if task and task_id:
-            raise ConfigError("give either a TASK or --task-id, not both")
-        if not resume and not task and not task_id:
-            raise ConfigError("missing TASK", hint='agent-runtime run "Turn on Wi-Fi" --device simphone')
-        if resume and max_steps is not None:
-            raise ConfigError("--max-steps cannot change a resumed run's budget")
-        if resume and graph is not None:
-            raise ConfigError("--graph cannot change a resumed run's graph (it continues the one it started)")
+        _refuse_conflicts(task, task_id, resume, max_steps, graph, ray, workers)
         cfg = load_config(config, **{"device.spec": device, "graph.kind": graph})
         if yes:
             cfg.safety = cfg.safety.model_copy(update={"unattended": "approve"})
@@ -390,50 +387,90 @@ def register(app: typer.Typer) -> None:
             if resume
             else runtime.stream(task or "", device=device, max_steps=max_steps, interactive=attended)
         )
-        final: RunFinished | None = None
-        begun: RunStarted | None = None
-        restore = _second_ctrl_c_exits()
-        unpause = _ctrl_backslash_pauses(runtime, console) if attended else (lambda: None)
-        try:
-            if as_json:  # stdout carries the one JSON object; notices (resume, warnings) go to stderr
+        final = _follow(runtime, events, console, resume, as_json=as_json, attended=attended)
+        _conclude(console, final, as_json)
+
+
+def _refuse_conflicts(
+    task: str | None, task_id: str | None, resume: str | None, max_steps: int | None, graph: str | None,
+    ray: str | None, workers: int,
+) -> None:  # fmt: skip
+    """One run's options that contradict each other, or that a resumed run cannot change."""
+    from agent_runtime.errors import ConfigError
+
+    if ray is not None or workers != 1:
+        raise ConfigError("--ray and --workers apply to --tasks FILE", hint="add --tasks FILE, or drop them")
+    if resume and (task or task_id):
+        raise ConfigError("give either a TASK (or --task-id) or --resume RUN_ID, not both")
+    if task and task_id:
+        raise ConfigError("give either a TASK or --task-id, not both")
+    if not resume and not task and not task_id:
+        raise ConfigError("missing TASK", hint='agent-runtime run "Turn on Wi-Fi" --device simphone')
+    if resume and max_steps is not None:
+        raise ConfigError("--max-steps cannot change a resumed run's budget")
+    if resume and graph is not None:
+        raise ConfigError("--graph cannot change a resumed run's graph (it continues the one it started)")
+
+
+def _follow(
+    runtime: Runtime, events: Generator[Event, None, None], console: Console, resume: str | None, *,
+    as_json: bool, attended: bool,
+) -> RunFinished | None:  # fmt: skip
+    """Play the run ``events`` streams: shown live (answering its requests at the terminal when
+    ``attended``), or with ``as_json`` only its notices, on stderr. Returns its ``RunFinished``."""
+    from agent_runtime.tracing import Redactor
+
+    final: RunFinished | None = None
+    begun: RunStarted | None = None
+    restore = _second_ctrl_c_exits()
+    unpause = _ctrl_backslash_pauses(runtime, console) if attended else (lambda: None)
+    try:
+        if as_json:  # stdout carries the one JSON object; notices (resume, warnings) go to stderr
+            for event in events:
+                final = event if isinstance(event, RunFinished) else final
+                begun = event if isinstance(event, RunStarted) else begun
+                if isinstance(event, Notice):
+                    color = "yellow" if event.level == "warning" else "dim"
+                    console.print(f"[{color}]{escape(event.message)}[/]", highlight=False)
+        else:
+            with LiveView(console, Redactor(runtime.config.memory.sensitive)) as view:
                 for event in events:
+                    view.show(event)
+                    if isinstance(event, InputRequested):
+                        runtime.respond(event.request.id, view.ask(event.request, runtime.config.safety))
                     final = event if isinstance(event, RunFinished) else final
                     begun = event if isinstance(event, RunStarted) else begun
-                    if isinstance(event, Notice):
-                        color = "yellow" if event.level == "warning" else "dim"
-                        console.print(f"[{color}]{escape(event.message)}[/]", highlight=False)
-            else:
-                with LiveView(console, Redactor(cfg.memory.sensitive)) as view:
-                    for event in events:
-                        view.show(event)
-                        if isinstance(event, InputRequested):
-                            runtime.respond(event.request.id, view.ask(event.request, runtime.config.safety))
-                        final = event if isinstance(event, RunFinished) else final
-                        begun = event if isinstance(event, RunStarted) else begun
-        except KeyboardInterrupt as exc:
-            events.close()  # Ctrl-C between two events: the run records it now
-            _interrupted(console, exc, begun, resume, as_json)  # a second Ctrl-C still exits at once
-        except BaseException:
-            restore()
-            unpause()
-            events.close()  # now, not at garbage collection: a run left at a question waits for it
-            raise
+    except KeyboardInterrupt as exc:
+        events.close()  # Ctrl-C between two events: the run records it now
+        _interrupted(console, exc, begun, resume, as_json)  # a second Ctrl-C still exits at once
+    except BaseException:
         restore()
         unpause()
-        if final is None:  # the generator always ends with RunFinished; guard anyway
-            raise typer.Exit(1)
-        verification = finished_verification(final)
-        costs = _costs(final)
-        if as_json:
-            summary = finished_summary(final)
-            summary["costs"] = costs.model_dump(mode="json") if costs is not None else None
-            print(json.dumps(summary, ensure_ascii=False))
-        _report(console, final, verification)
-        if costs is not None and costs.roles and not as_json:
-            from agent_runtime.costs import costs_table
+        events.close()  # now, not at garbage collection: a run left at a question waits for it
+        raise
+    restore()
+    unpause()
+    return final
 
-            console.print(costs_table(costs))
-        raise typer.Exit(exit_code(final.status, final.success, verification))
+
+def _conclude(console: Console, final: RunFinished | None, as_json: bool) -> NoReturn:
+    """Print the finished run (its JSON object, or its summary and costs) and exit with its code."""
+    from agent_runtime.runtime import finished_summary, finished_verification
+
+    if final is None:  # the generator always ends with RunFinished; guard anyway
+        raise typer.Exit(1)
+    verification = finished_verification(final)
+    costs = _costs(final)
+    if as_json:
+        summary = finished_summary(final)
+        summary["costs"] = costs.model_dump(mode="json") if costs is not None else None
+        print(json.dumps(summary, ensure_ascii=False))
+    _report(console, final, verification)
+    if costs is not None and costs.roles and not as_json:
+        from agent_runtime.costs import costs_table
+
+        console.print(costs_table(costs))
+    raise typer.Exit(exit_code(final.status, final.success, verification))
 
 
 def _batch(

