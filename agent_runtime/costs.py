@@ -22,17 +22,15 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field, computed_field
 
-from agent_runtime.config import CURRENCY
-from agent_runtime.traces import LoadedRun, Usage
+from agent_runtime.config import CURRENCY, ModelConfig, RuntimeConfig
+from agent_runtime.traces import LoadedRun, StepTimings, Usage
 
 if TYPE_CHECKING:
     from rich.table import Table
-
-    from agent_runtime.graphs.context import RunContext
 
 #: role -> the step timing part that is that role's time on the step's critical path.
 CRITICAL_PARTS: dict[str, str] = {
@@ -163,11 +161,11 @@ def run_costs(run: LoadedRun) -> RunCosts:
         _add(sums.setdefault(call.role, _empty()), 1, *_usage(call.usage), call.latency_ms)
     path_ms = 0.0
     for step in run.steps:
-        timings = step.timings_ms
-        path_ms += timings.get("critical_path", 0.0)
+        timings = StepTimings.from_ms(step.timings_ms)
+        path_ms += timings.ms("critical_path")
         for role, part in CRITICAL_PARTS.items():
-            if part in timings:
-                sums.setdefault(role, _empty())["critical_ms"] += timings[part]
+            if getattr(timings, part) is not None:
+                sums.setdefault(role, _empty())["critical_ms"] += timings.ms(part)
     unpriced = []
     for role, acc in sums.items():
         tokens = Usage(prompt_tokens=acc["prompt_tokens"], completion_tokens=acc["completion_tokens"])
@@ -188,7 +186,23 @@ def costs_of(run_dirs: Iterable[Path | str]) -> RunCosts:
     return RunCosts.combine(run_costs(load_run(d)) for d in run_dirs)
 
 
-def spent_budget(ctx: RunContext) -> str | None:
+class Session(Protocol):
+    """What :func:`spent_budget` reads of the session playing a run (the graphs' run context,
+    :class:`~agent_runtime.graphs.context.RunContext`, which imports this module: hence a
+    protocol, not that class)."""
+
+    config: RuntimeConfig
+    #: When this session started (``time.monotonic``).
+    started: float
+
+    def totals(self) -> tuple[Usage, dict[str, float]]: ...
+
+    def role_totals(self) -> dict[str, Usage]: ...
+
+    def model(self, role: str) -> ModelConfig: ...
+
+
+def spent_budget(ctx: Session) -> str | None:
     """The reason the run must end now because a ``[budget]`` is spent, or None.
 
     Counts this session (a resumed run: since the resume): its tokens, wall time since it

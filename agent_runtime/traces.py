@@ -145,8 +145,58 @@ class Verdict(BaseModel):
         return cls(outcome=outcome, success=outcome == "A", feedback=feedback, source=source)
 
 
-class StepRecord(_Record):
-    """One executed step: what the Worker did and what came of it."""
+class StepTimings(BaseModel):
+    """A step's timing parts in milliseconds, as ``steps.jsonl`` records them (``timings_ms``).
+
+    A part is None until measured, and an unmeasured part is absent from the record
+    (:meth:`as_ms`). The parts are declared in the order a step measures them — the acting
+    role's call, the device, the Reflector and the Notetaker, then what :func:`commit
+    <agent_runtime.graphs.steps.commit>` adds — so a record's keys keep the order they always
+    had. The step in progress carries one (:class:`~agent_runtime.graphs.state.Step`); a node
+    hands on a copy with its parts set, never changes the checkpointed one.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    worker: float | None = None
+    single: float | None = None
+    high: float | None = None
+    low: float | None = None
+    execute: float | None = None
+    observe: float | None = None
+    reflector: float | None = None
+    reflect_model: float | None = Field(
+        None, description="the Reflector plus the part of the Notetaker that outlasted it"
+    )
+    notetaker: float | None = None
+    notetaker_wait: float | None = Field(None, description="the part of the Notetaker's call on the path")
+    reflect_phase: float | None = None
+    manager: float | None = Field(None, description="the Manager's plan that ended the step")
+    critical_path: float | None = Field(None, description="the whole step, wall clock")
+    model_critical: float | None = Field(None, description="model calls on the critical path")
+    overhead: float | None = Field(None, description="critical_path less model calls and the device")
+    critical_calls: float | None = Field(None, description="model calls on the path, re-asks too")
+
+    @classmethod
+    def from_ms(cls, timings_ms: dict[str, float]) -> StepTimings:
+        """A recorded ``timings_ms``; parts this version does not know are left out."""
+        return cls.model_validate({k: v for k, v in timings_ms.items() if k in cls.model_fields})
+
+    def ms(self, *parts: str) -> float:
+        """The sum of ``parts`` (field names), an unmeasured one counting 0."""
+        return sum(getattr(self, part) or 0.0 for part in parts)
+
+    def as_ms(self) -> dict[str, float]:
+        """The measured parts to the microsecond: the ``timings_ms`` a step record holds."""
+        return {k: round(v, 3) for k, v in self.model_dump(exclude_none=True).items()}
+
+
+class StepFields(BaseModel):
+    """What the step in progress and its committed :class:`StepRecord` both hold, declared once.
+
+    :class:`~agent_runtime.graphs.state.Step` adds what only a step in progress needs (typed
+    actions, trees, clocks); the record adds what is known at commit (notes, timings, critic).
+    """
 
     step: int
     subgoal: str = ""
@@ -156,19 +206,31 @@ class StepRecord(_Record):
     description: str = ""
     before_screen: str | None = None
     after_screen: str | None = None
-    action: dict[str, Any] | None = Field(None, description="as the model wrote it (model coordinates)")
-    action_screen: dict[str, Any] | None = Field(None, description="the executed action in screen pixels")
-    action_result: dict[str, Any] | None = None
+    action: dict[str, Any] | None = Field(
+        None,
+        description="the action JSON exactly as the model wrote it (model coordinates); None: none valid",
+    )
     verdict: Verdict | None = None
-    notes: str = ""
     format_failure: bool = Field(False, description="the Worker never produced a parseable action")
     graph: str = Field("mobile_agent_v3", description="the graph kind that played the step (auto: either)")
-    actor: str = Field("worker", description="the role whose action it is: worker, low or single")
-    timings_ms: dict[str, float] = Field(default_factory=dict, description="per part, incl. critical_path")
-    critic: dict[str, Any] | None = Field(None, description="step-critic label, filled in by `judge`")
+    actor: str = Field(
+        "worker", description="the role whose action it is (its coordinate space): worker, low or single"
+    )
     confirmation: dict[str, Any] | None = Field(
         None, description="a sensitive action's decision: decision, by (person|guard|yes|default), reasons"
     )
+
+
+class StepRecord(StepFields, _Record):
+    """One executed step: what the Worker did and what came of it."""
+
+    action_screen: dict[str, Any] | None = Field(None, description="the executed action in screen pixels")
+    action_result: dict[str, Any] | None = None
+    notes: str = ""
+    timings_ms: dict[str, float] = Field(
+        default_factory=dict, description="per part, incl. critical_path (StepTimings.as_ms)"
+    )
+    critic: dict[str, Any] | None = Field(None, description="step-critic label, filled in by `judge`")
 
 
 class InterventionRecord(_Record):

@@ -5,22 +5,20 @@
 >>> backend.workers
 2
 
-See :mod:`.backend` for the contract (jobs, workplaces, results) and :mod:`.ray_backend` for
-devices as resources, traces coming home and retries; docs/scale-out.md for running on a cluster.
+See :mod:`.jobs` for what a job is and where it runs, :mod:`.backend` for the contract and
+:mod:`.ray_backend` for devices as resources, traces coming home and retries; docs/scale-out.md
+for running on a cluster.
 """
 
 from agent_runtime.execution.backend import (
     Backend,
     Executor,
-    Job,
     LocalBackend,
-    Workplace,
     in_order,
     open_backend,
-    relocate,
     share_cores,
-    shareable,
 )
+from agent_runtime.execution.jobs import Job, Workplace, relocate, shareable
 
 __all__ = [
     "Backend",

@@ -14,7 +14,7 @@
   does not fit while others of its pool run is dropped instead: they play its episode.)
 * **Models once per worker.** An actor lives for the whole batch (and the next ones of this
   backend): a model a job loads in-process stays loaded in it (the runtime's engines are
-  process-wide), and :class:`~.backend.Workplace` ``cache`` keeps whatever else a job caches.
+  process-wide), and :class:`~.jobs.Workplace` ``cache`` keeps whatever else a job caches.
   Better still, models are reached over HTTP (a shared vLLM or ``agent-runtime serve``).
 * **Nothing lost, nothing twice.** A job writes its runs into a scratch directory on its node;
   the actor returns them packed with the result (:mod:`.bundle`) and the driver unpacks them
@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from agent_runtime.errors import ClusterError, ConfigError, DependencyError
-from agent_runtime.execution.backend import SCHEDULE_TIMEOUT_S, Job, Workplace, relocate, shareable
 from agent_runtime.execution.bundle import pack, unpack
+from agent_runtime.execution.jobs import SCHEDULE_TIMEOUT_S, Job, Workplace, relocate, shareable
 
 R = TypeVar("R")
 #: How often an episode is played again after its worker died, by default.

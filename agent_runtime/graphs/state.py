@@ -14,10 +14,10 @@ from __future__ import annotations
 import time
 from typing import Any, Literal, NotRequired, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from agent_runtime.actions import Action, ActionResult
-from agent_runtime.traces import StepRecord, Verdict
+from agent_runtime.traces import StepFields, StepRecord, StepTimings
 
 #: How a run can end (the subset of :data:`agent_runtime.traces.RunStatus` the graph decides).
 EndStatus = Literal["completed", "failed", "gave_up", "max_steps"]
@@ -36,44 +36,28 @@ class HistoryItem(TypedDict):
     """False when no valid action was produced (absent in checkpoints written before it)."""
 
 
-class Step(BaseModel):
+class Step(StepFields):
     """The step in progress: filled by act → execute → reflect, committed by plan or finish.
 
     Immutable: a node hands on ``step.model_copy(update=...)``, never changes the checkpointed
-    one. Fields the step record also has keep its names (:meth:`record` writes it).
+    one. The fields it shares with its step record are declared once (:class:`StepFields`), so
+    :meth:`record` derives the record instead of copying them one by one.
     """
 
     model_config = ConfigDict(frozen=True)
 
-    step: int
-    subgoal: str = ""
-    plan: list[str] = Field(default_factory=list)
-    completed: list[str] = Field(default_factory=list)
-    thought: str = ""
-    description: str = ""
     before_screen: str
-    after_screen: str | None = None
     before_tree: str = Field("", description="the indexed UI tree before the action (tree modes)")
     after_tree: str = Field("", description="the indexed UI tree after the action (tree modes)")
-    action: dict[str, Any] | None = Field(
-        None, description="the action JSON exactly as the model wrote it; None: no valid action"
-    )
     action_screen: Action | None = Field(None, description="the action as executed, in screen pixels")
     screen_actions: list[Action] = Field(
         default_factory=list,
         description="every action executed when there are several (a type by index: tap, then type)",
     )
     action_result: ActionResult | None = None
-    verdict: Verdict | None = None
-    format_failure: bool = Field(False, description="the Worker never produced a parseable action")
-    graph: str = Field("mobile_agent_v3", description="the graph kind that played the step")
-    actor: str = Field("worker", description="the role that chose the action (its coordinate space)")
     t0: float = Field(default_factory=time.time, description="wall clock when the step began")
-    timings: dict[str, float] = Field(default_factory=dict, description="milliseconds, per part")
+    timings: StepTimings = Field(default_factory=StepTimings, description="milliseconds, per part")
     critical_calls: int = Field(0, description="model calls on the critical path so far (re-asks too)")
-    confirmation: dict[str, Any] | None = Field(
-        None, description="who approved, rejected or took over a sensitive action, and why it was asked"
-    )
 
     @property
     def to_execute(self) -> list[Action]:
@@ -84,30 +68,18 @@ class Step(BaseModel):
             raise ValueError(f"step {self.step} has no action to execute")
         return [self.action_screen]
 
-    def record(self, *, notes: str, timings_ms: dict[str, float]) -> StepRecord:
+    def record(self, *, notes: str, timings: StepTimings) -> StepRecord:
         """The step's line in steps.jsonl (actions and results in their JSON form)."""
         screen, result = self.action_screen, self.action_result
         # A "type" by element index ran as a focusing tap plus the typing: record both.
         extra = {"screen_actions": [a.to_json() for a in self.screen_actions]} if self.screen_actions else {}
+        shared = {name: getattr(self, name) for name in StepFields.model_fields}
         return StepRecord(
-            step=self.step,
-            subgoal=self.subgoal,
-            plan=self.plan,
-            completed=self.completed,
-            thought=self.thought,
-            description=self.description,
-            before_screen=self.before_screen,
-            after_screen=self.after_screen,
-            action=self.action,
+            **shared,
             action_screen=screen.to_json() if screen is not None else None,
             action_result=result.model_dump(mode="json") if result is not None else None,
-            verdict=self.verdict,
             notes=notes,
-            format_failure=self.format_failure,
-            graph=self.graph,
-            actor=self.actor,
-            timings_ms=timings_ms,
-            confirmation=self.confirmation,
+            timings_ms=timings.as_ms(),
             **extra,
         )
 

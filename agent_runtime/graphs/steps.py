@@ -72,14 +72,12 @@ def account(ctx: RunContext, state: AgentState, step: Step) -> dict[str, Any]:
 
 def commit(ctx: RunContext, state: AgentState, step: Step, manager_ms: float = 0.0) -> None:
     """Write the finished step to steps.jsonl with its measured critical path."""
-    t = dict(step.timings)
+    t = step.timings.model_copy()
     if manager_ms:
-        t["manager"] = manager_ms
-    t["critical_path"] = (time.time() - step.t0) * 1000
-    device = t.get("execute", 0.0) + t.get("observe", 0.0)
-    model = sum(t.get(part, 0.0) for part in CRITICAL_MODEL_PARTS)
-    t["model_critical"] = model
-    t["overhead"] = max(0.0, t["critical_path"] - model - device)
-    t["critical_calls"] = float(step.critical_calls + (1 if manager_ms else 0))
+        t.manager = manager_ms
+    t.critical_path = (time.time() - step.t0) * 1000
+    t.model_critical = t.ms(*CRITICAL_MODEL_PARTS)
+    t.overhead = max(0.0, t.critical_path - t.model_critical - t.ms("execute", "observe"))
+    t.critical_calls = float(step.critical_calls + (1 if manager_ms else 0))
     notes = NoteStore.from_state(state.get("notes")).render()
-    ctx.write_step(step.record(notes=notes, timings_ms={k: round(v, 3) for k, v in t.items()}))
+    ctx.write_step(step.record(notes=notes, timings=t))

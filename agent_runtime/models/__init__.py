@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_runtime.config import ModelConfig
 from agent_runtime.errors import ConfigError
-from agent_runtime.models.refs import GGUF_PREFIX, TRANSFORMERS_PREFIX
+from agent_runtime.models.model_ref import LOCAL_PREFIXES, ModelRef
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EncodedImage",
     "ImageEncoder",
+    "ModelRef",
     "OpenAIChatModel",
     "TransformersChatModel",
     "encode_for",
@@ -58,7 +59,7 @@ def make_chat_model(cfg: ModelConfig, **overrides: Any) -> BaseChatModel:
     ``overrides`` set model fields the config does not have (``n``, ``seed``, ``logprobs``,
     ``return_token_ids``, ``backoff_s``…). Nothing is loaded or connected until the first call.
     """
-    if cfg.model.startswith((TRANSFORMERS_PREFIX, GGUF_PREFIX)):
+    if cfg.model.startswith(LOCAL_PREFIXES):
         from agent_runtime.models.transformers_chat import TransformersChatModel
 
         return TransformersChatModel.from_config(cfg, **overrides)

