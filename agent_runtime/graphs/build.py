@@ -31,7 +31,6 @@ from agent_runtime.graphs.context import RunContext
 from agent_runtime.graphs.human import human_node, pausable, route_after_human
 from agent_runtime.graphs.mobile_agent_v3 import add_team
 from agent_runtime.graphs.shared import (
-    TEAM,
     advance_node,
     execute_node,
     finish_node,
@@ -40,6 +39,7 @@ from agent_runtime.graphs.shared import (
     route_after_reflect,
 )
 from agent_runtime.graphs.state import CHECKPOINT_TYPES, AgentState
+from agent_runtime.specs import DEFAULT_GRAPH, TEAM, graph_spec
 
 
 def sqlite_checkpointer(conn: sqlite3.Connection) -> SqliteSaver:
@@ -50,7 +50,7 @@ def sqlite_checkpointer(conn: sqlite3.Connection) -> SqliteSaver:
 
 
 def build_graph(
-    checkpointer: BaseCheckpointSaver[Any] | None = None, *, kind: GraphKind = "mobile_agent_v3"
+    checkpointer: BaseCheckpointSaver[Any] | None = None, *, kind: GraphKind = DEFAULT_GRAPH
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The compiled graph of ``kind``; pass a checkpointer to make runs resumable."""
     if kind not in GRAPH_KINDS:
@@ -97,14 +97,14 @@ def build_graph(
     return g.compile(checkpointer=checkpointer)
 
 
-def initial_state(
-    task: str, *, platform: str, max_steps: int, kind: GraphKind = "mobile_agent_v3"
-) -> AgentState:
-    """The state a fresh run of ``kind`` starts from (``auto`` starts as ``single``)."""
+def initial_state(task: str, *, platform: str, max_steps: int, kind: GraphKind = DEFAULT_GRAPH) -> AgentState:
+    """The state a fresh run of ``kind`` starts from (``auto`` starts as ``single``, and may
+    escalate from it: its spec's ``starts_as``)."""
+    starts_as = graph_spec(kind).starts_as
     return AgentState(
         task=task,
-        graph="single" if kind == "auto" else kind,
-        escalate=kind == "auto",
+        graph=starts_as or kind,
+        escalate=starts_as is not None,
         escalated_at=None,
         platform=platform,
         max_steps=max_steps,

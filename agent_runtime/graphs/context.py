@@ -29,7 +29,7 @@ _CACHE_SIZE = 4
 
 @dataclass
 class RunContext:
-    """Everything a node needs that is not state. Build one per run (see :mod:`agent_runtime.runtime`)."""
+    """Everything a node needs that is not state. Build one per run (see :mod:`agent_runtime.run.session`)."""
 
     run_id: str
     device: Device

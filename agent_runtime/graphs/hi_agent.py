@@ -112,7 +112,7 @@ def low_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     emit(role_event(pending.step, "low", result))
     pending = pending.model_copy(
         update={
-            "timings": {**pending.timings, "low": result.latency_ms},
+            "timings": pending.timings.model_copy(update={"low": result.latency_ms}),
             "critical_calls": pending.critical_calls + result.attempts,
         }
     )

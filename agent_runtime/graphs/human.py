@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import time
 from functools import wraps
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from langgraph.runtime import Runtime as GraphRuntime
 from langgraph.types import interrupt
 from pydantic import ValidationError
 
@@ -31,16 +32,16 @@ from agent_runtime.device import AddressBook
 from agent_runtime.errors import AgentRuntimeError
 from agent_runtime.events import InputAnswered, Notice, VerdictEvent
 from agent_runtime.graphs.context import RunContext
-from agent_runtime.graphs.shared import TEAM, WHO, Ctx
 from agent_runtime.graphs.state import AgentState, Step
 from agent_runtime.graphs.steps import account
 from agent_runtime.observation import Observation
 from agent_runtime.safety.guard import assess
 from agent_runtime.safety.recipients import Contacts
+from agent_runtime.specs import DEFAULT_GRAPH, graph_spec, role_spec
 from agent_runtime.traces import InterventionRecord, Verdict
 
-#: The node each kind's step starts at: where a run goes on after a pause.
-ACTING = {TEAM: "act", "hi_agent": "high", "single": "single"}
+#: What LangGraph passes every node as ``runtime``: the run's context is ``runtime.context``.
+Ctx = GraphRuntime[RunContext]
 
 
 def _request(ctx: RunContext, state: AgentState, step: int, **fields: Any) -> dict[str, Any]:
@@ -101,7 +102,7 @@ def flagged_by(pending: Step) -> str | None:
     """The role that asked for a confirmation itself: the acting role with ``"confirm": true`` in
     its action, or the Manager with ``[confirm]`` in the subgoal."""
     if pending.action is not None and pending.action.get("confirm") is True:
-        return WHO.get(pending.actor, pending.actor)
+        return role_spec(pending.actor).title
     return "Manager" if "[confirm]" in pending.subgoal.lower() else None
 
 
@@ -246,20 +247,16 @@ def _judged(
     return update | {"pending": pending} | account(runtime.context, state, pending)
 
 
-def route_after_human(
-    state: AgentState,
-) -> Literal["execute", "plan", "advance", "act", "high", "single", "finish", "human"]:
+def route_after_human(state: AgentState) -> str:
     """Approved: execute. Settled without executing: the step is committed by the planner (or
     ``advance``). After a pause: the step starts again, looking at the screen afresh. A reply
     that could not be taken: ask again."""
-    kind = state.get("graph", TEAM)
     if state.get("request") is not None:
         return "human"
+    graph = graph_spec(state.get("graph", DEFAULT_GRAPH))
     pending = state.get("pending")
     if pending is None:
-        return ACTING[kind]  # type: ignore[return-value]
+        return graph.step_start
     if pending.verdict is None:
         return "execute"
-    if state.get("status") and kind == TEAM:
-        return "finish"
-    return "plan" if kind == TEAM else "advance"
+    return graph.after_judged(bool(state.get("status")))

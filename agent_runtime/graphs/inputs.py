@@ -25,12 +25,10 @@ from agent_runtime.observation import Observation
 from agent_runtime.roles import manager, notetaker, reflector, worker
 from agent_runtime.roles.caller import ImageInput
 from agent_runtime.roles.notes import NoteStore
+from agent_runtime.specs import ROLE_SPECS
 
 if TYPE_CHECKING:
     from agent_runtime.device import Device
-
-#: Roles whose prompts show the screen (RAG sees only the request).
-SCREEN_ROLES = ("manager", "worker", "reflector", "notetaker", "high", "low", "single")
 
 
 def tree_text(obs: Observation | None) -> str:
@@ -56,7 +54,11 @@ def tree_for(mode: str, obs: Observation | None) -> str:
 
 def tree_roles(models: dict[str, ModelConfig]) -> list[str]:
     """Roles (of those given) whose model reads the UI tree."""
-    return [role for role, cfg in models.items() if role in SCREEN_ROLES and cfg.sees_tree]
+    return [
+        role
+        for role, cfg in models.items()
+        if cfg.sees_tree and role in ROLE_SPECS and ROLE_SPECS[role].sees_screen  # RAG: no screen
+    ]
 
 
 def require_tree(device: Device, roles: list[str], obs: Observation) -> None:

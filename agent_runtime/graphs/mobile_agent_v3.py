@@ -41,13 +41,14 @@ from agent_runtime.events import Notice, RoleOutputEvent, StepStarted
 from agent_runtime.graphs.human import pausable
 from agent_runtime.graphs.inputs import images_for, manager_inputs, worker_inputs
 from agent_runtime.graphs.official import after_plan, ask, official_role, pool_of, tracks_pool
-from agent_runtime.graphs.shared import TEAM, Ctx, after_action, begin_step, format_failure, take_action
+from agent_runtime.graphs.shared import Ctx, after_action, begin_step, format_failure, take_action
 from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import commit, observe, role_event
 from agent_runtime.profiles import mobile_agent_v3 as official_prompts
 from agent_runtime.roles import manager, worker
 from agent_runtime.roles.caller import ImageInput
 from agent_runtime.roles.rag import retrieve_knowledge
+from agent_runtime.specs import TEAM
 
 
 # -- nodes ----------------------------------------------------------------------------------------

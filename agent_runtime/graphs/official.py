@@ -33,14 +33,24 @@ from agent_runtime.profiles.mobile_agent_v3 import (
     manager_texts,
 )
 from agent_runtime.role_outputs import ManagerOutput
-from agent_runtime.roles.caller import ImageInput, RoleResult, Turn
+from agent_runtime.roles.caller import ImageInput, RoleCaller, RoleResult, Turn
 from agent_runtime.roles.notes import NoteStore
 
 if TYPE_CHECKING:
     from agent_runtime.graphs.context import RunContext
 
 T = TypeVar("T", bound=BaseModel)
-TEAM_ROLES = ("manager", "worker", "reflector", "notetaker")
+#: The roles the official Mobile-Agent-v3 prompts are written for.
+TEAM_ROLES = tuple(PROMPTS)
+
+
+def served_model(caller: RoleCaller) -> str:
+    """The id of the model the caller talks to: for an endpoint configured with ``model =
+    "auto"`` the id it serves (asked once, ``GET /models``), which ``profile = "auto"`` reads."""
+    if caller.model_config.base_url is None:  # in process: the configured ref is the model
+        return caller.model_id
+    resolve = getattr(caller.chat_model, "_model_id", None)  # the runtime's chat models resolve it
+    return str(resolve()) if callable(resolve) else caller.model_id
 
 
 def official_role(ctx: RunContext, role: str) -> Profile | None:
@@ -53,9 +63,6 @@ def official_role(ctx: RunContext, role: str) -> Profile | None:
     caller = ctx.callers.get(role)
     if caller is None:
         return None
-    # graphs.single imports graphs.shared, which imports this module: import it on first use.
-    from agent_runtime.graphs.single import served_model
-
     profile = official(caller.model_config.profile, served_model(caller))
     if profile is None or role not in profile.roles:
         return None

@@ -4,7 +4,9 @@ the end of the run), executing it, judging it, committing the step, and escalati
 Each graph kind (:mod:`agent_runtime.graphs.build`) decides differently — Mobile-Agent-v3's
 Manager and Worker, Hi-Agent's high and low levels, GUI-Owl's single call — and then runs these
 same nodes, so state, step records, traces, checkpoints, events, re-asks, budgets and resume are
-one implementation for all of them.
+one implementation for all of them. Where the graphs differ — who judges, who commits a step,
+where the next one starts — these nodes read the spec of the graph the step is played in
+(:class:`~agent_runtime.specs.GraphSpec`), never its name.
 
 * ``execute``: the step's screen-pixel action on the device, then the new observation.
 * ``reflect``: the Reflector judges ``S_t → S_{t+1}`` (Mobile-Agent-v3 steps; other kinds with
@@ -24,34 +26,30 @@ import time
 from concurrent.futures import Future
 from typing import Any, Literal
 
-from langgraph.runtime import Runtime as GraphRuntime
-
 from agent_runtime.actions import Interact, to_screen
 from agent_runtime.alignment import screen_actions
 from agent_runtime.config import GraphConfig
 from agent_runtime.costs import spent_budget
 from agent_runtime.events import ActionExecuted, NotesEvent, Notice, VerdictEvent
 from agent_runtime.graphs.context import RunContext
+from agent_runtime.graphs.human import Ctx, ask_request, confirmation_request
 from agent_runtime.graphs.inputs import action_text, images_for, notetaker_inputs, reflector_inputs, tree_text
 from agent_runtime.graphs.official import after_notes, ask, judged_pool, official_role, pool_of
 from agent_runtime.graphs.state import AgentState, HistoryItem, Step
 from agent_runtime.graphs.steps import account, commit, role_event
 from agent_runtime.observation import Observation
 from agent_runtime.profiles.mobile_agent_v3 import parse_notetaker_reply, parse_reflector_reply
-from agent_runtime.role_outputs import NotetakerOutput, WorkerOutput
+from agent_runtime.role_outputs import NotetakerOutput, ReflectorOutput, WorkerOutput
 from agent_runtime.roles import notetaker, reflector
 from agent_runtime.roles.caller import ImageInput, RoleResult
 from agent_runtime.roles.notes import NoteStore
+from agent_runtime.specs import DEFAULT_GRAPH, GraphKind, GraphSpec, graph_spec, role_spec
 from agent_runtime.traces import Verdict
 
 #: Actions that legitimately repeat (scrolling a long list, backing out of nested pages).
 _REPEAT_EXEMPT = {"swipe", "scroll", "hscroll"}
-#: The graph kind an ``auto`` run escalates to.
-TEAM = "mobile_agent_v3"
 #: End statuses the single model may reach that the team is asked to retrieve instead.
 _ESCALATABLE = {"failed", "gave_up"}
-
-Ctx = GraphRuntime[RunContext]
 
 
 def in_progress(state: AgentState) -> Step:
@@ -60,10 +58,6 @@ def in_progress(state: AgentState) -> Step:
     if pending is None:
         raise RuntimeError("no step in progress")
     return pending
-
-
-#: How a role is named in reasons and verdicts.
-WHO = {"worker": "Worker", "low": "low level", "high": "high level", "single": "agent", "manager": "Manager"}
 
 
 def begin_step(
@@ -99,7 +93,7 @@ def format_failure(
     runtime: Ctx, state: AgentState, pending: Step, role: str, error: str | None
 ) -> dict[str, Any]:
     """``role`` never produced a parseable reply: the step fails (verdict C) with no action."""
-    unparsed = f"the {WHO.get(role, role)}'s reply could not be parsed: {error}"
+    unparsed = f"the {role_spec(role).title}'s reply could not be parsed: {error}"
     verdict = Verdict.of("C", unparsed, source="format")
     pending = pending.model_copy(update={"format_failure": True, "verdict": verdict})
     runtime.stream_writer(VerdictEvent.of(pending.step, verdict))
@@ -113,8 +107,6 @@ def take_action(
     (``interact``) goes to the person (:mod:`.human`), the same action chosen ``repeat_limit``
     times in a row is a stalemate; any other action is mapped to screen pixels for ``execute`` —
     by way of the person when the safety policy asks for a confirmation."""
-    from agent_runtime.graphs.human import ask_request, confirmation_request
-
     action = out.action
     pending = pending.model_copy(
         update={
@@ -124,7 +116,7 @@ def take_action(
         }
     )
     update: dict[str, Any] = {}
-    who = WHO.get(pending.actor, pending.actor)
+    who = role_spec(pending.actor).title
     if isinstance(action, Interact):
         pending = pending.model_copy(update={"action_screen": action})
         return {"pending": pending, "request": ask_request(ctx, state, pending, action.text)}
@@ -199,8 +191,9 @@ def execute_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     ctx.add_device_ms((observed - start) * 1000)
     ref = ctx.save_new_screen(pending.step + 1, obs.screenshot)
     ctx.remember(ref, obs)
-    timings = dict(pending.timings)
-    timings.update(execute=(executed - start) * 1000, observe=(observed - executed) * 1000)
+    timings = pending.timings.model_copy(
+        update={"execute": (executed - start) * 1000, "observe": (observed - executed) * 1000}
+    )
     pending = pending.model_copy(
         update={
             "action_result": result,
@@ -216,7 +209,7 @@ def execute_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
             action_screen=pending.to_execute[-1].to_json(),
             ok=result.ok,
             message=result.error or result.message,
-            duration_ms=round(timings["execute"], 2),
+            duration_ms=round(timings.ms("execute"), 2),
         )
     )
     return {"pending": pending, "screen": ref}
@@ -225,8 +218,9 @@ def execute_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
 def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     """``F_t ← R(I, S_t, S_{t+1}, A_t)`` with the Notetaker running beside it (kept on SUCCESS).
 
-    The Reflector judges Mobile-Agent-v3's steps when enabled, and the other kinds' steps with
-    ``graph.reflect``; the Notetaker serves the Manager, so only Mobile-Agent-v3's steps run it.
+    The Reflector, when enabled, judges the steps of a graph that always reflects
+    (Mobile-Agent-v3's) and the other graphs' steps with ``graph.reflect``; the Notetaker serves
+    the Manager, so only a planned graph's steps run it (:class:`~agent_runtime.specs.GraphSpec`).
     """
     ctx, emit = runtime.context, runtime.stream_writer
     pending = in_progress(state)
@@ -234,75 +228,24 @@ def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     after_ref = pending.after_screen
     if after_ref is None:
         raise RuntimeError(f"step {step} reached the Reflector without an after-screen")
-    team = pending.graph == TEAM
+    graph = graph_spec(pending.graph)
     before = ImageInput(ctx.png(pending.before_screen), pending.before_screen)
     after = ImageInput(ctx.png(after_ref), after_ref)
     notes = NoteStore.from_state(state.get("notes"))
     phase_start = time.perf_counter()
-    future: Future[RoleResult[NotetakerOutput]] | None = None
-    n_profile = official_role(ctx, "notetaker") if team else None
-    if n_profile is not None:
-        n_pool = judged_pool(state, pending)
-        future = ctx.executor.submit(
-            ask,
-            ctx,
-            "notetaker",
-            n_profile,
-            n_pool,
-            [after],
-            parse_notetaker_reply,
-            step=step,
-            extra={"speculative": True},
-        )
-    elif team and "notetaker" in ctx.callers:
-        n_mode = ctx.mode("notetaker")
-        n_inputs = notetaker_inputs(state, pending, mode=n_mode, device_word=ctx.device_word)
-        future = ctx.executor.submit(
-            ctx.callers["notetaker"].call,
-            n_inputs.model_dump(),
-            notetaker.parse_notetaker,
-            images=images_for(n_mode, after),
-            step=step,
-            sections=notetaker.SECTIONS,
-            extra={"speculative": True},
-        )
+    future, official_notes = _start_notetaker(ctx, state, pending, after) if graph.planned else (None, False)
     done = pending.action_result
     device_ok = done is None or done.ok
     device_report = ""
     if done is not None and not done.ok:
         device_report = f"the device reported a failure: {done.error or 'unknown'}"
-    timings = dict(pending.timings)
+    timings = pending.timings.model_copy()
     calls = pending.critical_calls
-    if "reflector" in ctx.callers and (team or ctx.config.graph.reflect):
-        screen = ctx.cached(after_ref)
-        size = screen.size if screen is not None else ctx.device.screen_size
-        r_mode = ctx.mode("reflector")
-        r_profile = official_role(ctx, "reflector")
-        if r_profile is not None:
-            r_pool = pool_of(state, pending)
-            result = ask(
-                ctx, "reflector", r_profile, r_pool, [before, after], parse_reflector_reply, step=step
-            )
-        else:
-            r_inputs = reflector_inputs(
-                state,
-                pending,
-                mode=r_mode,
-                device_word=ctx.device_word,
-                worker_model=ctx.model(pending.actor),
-                screen_size=size,
-                device_report=device_report,
-            )
-            result = ctx.callers["reflector"].call(
-                r_inputs.model_dump(),
-                reflector.parse_reflector,
-                images=images_for(r_mode, before, after),
-                step=step,
-                sections=reflector.SECTIONS,
-            )
+    if "reflector" in ctx.callers and (graph.always_reflects or ctx.config.graph.reflect):
+        result = _ask_reflector(ctx, state, pending, before, after, device_report)
         emit(role_event(step, "reflector", result))
-        timings["reflector"] = result.latency_ms
-        timings["reflect_model"] = result.latency_ms
+        timings.reflector = result.latency_ms
+        timings.reflect_model = result.latency_ms
         calls += result.attempts
         if result.output is not None:
             verdict = result.output.verdict
@@ -330,24 +273,96 @@ def reflect_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
             n = future.result()
             waited_ms = (time.perf_counter() - wait_start) * 1000
             emit(role_event(step, "notetaker", n))
-            timings["notetaker"] = n.latency_ms
+            timings.notetaker = n.latency_ms
             # Only the part of the Notetaker's call that outlasted the Reflector is on the path.
-            timings["notetaker_wait"] = waited_ms
-            timings["reflect_model"] = timings.get("reflect_model", 0.0) + waited_ms
+            timings.notetaker_wait = waited_ms
+            timings.reflect_model = timings.ms("reflect_model") + waited_ms
             if n.output is not None:
                 added = notes.merge(n.output.notes, step)
                 update["notes"] = notes.to_state()
-                if n_profile is not None:
+                if official_notes:
                     update["info_pool"] = after_notes(state, n.output.notes)
                 emit(NotesEvent(step=step, added=[i.text for i in added], notes=notes.render(), used=True))
         else:
             emit(NotesEvent(step=step, notes=notes.render(), used=False))
-    timings["reflect_phase"] = (time.perf_counter() - phase_start) * 1000
+    timings.reflect_phase = (time.perf_counter() - phase_start) * 1000
     pending = pending.model_copy(update={"verdict": verdict, "timings": timings, "critical_calls": calls})
     emit(VerdictEvent.of(step, verdict))
     update["pending"] = pending
     update.update(account(ctx, state, pending))
     return update
+
+
+def _start_notetaker(
+    ctx: RunContext, state: AgentState, pending: Step, after: ImageInput
+) -> tuple[Future[RoleResult[NotetakerOutput]] | None, bool]:
+    """The Notetaker's call on the after-screen, started beside the Reflector's (its notes are
+    kept only if the step succeeds), or None without a Notetaker; True when it runs under an
+    official profile, whose pool then takes its notes too."""
+    profile = official_role(ctx, "notetaker")
+    if profile is not None:
+        pool = judged_pool(state, pending)
+        future = ctx.executor.submit(
+            ask,
+            ctx,
+            "notetaker",
+            profile,
+            pool,
+            [after],
+            parse_notetaker_reply,
+            step=pending.step,
+            extra={"speculative": True},
+        )
+        return future, True
+    if "notetaker" not in ctx.callers:
+        return None, False
+    mode = ctx.mode("notetaker")
+    inputs = notetaker_inputs(state, pending, mode=mode, device_word=ctx.device_word)
+    future = ctx.executor.submit(
+        ctx.callers["notetaker"].call,
+        inputs.model_dump(),
+        notetaker.parse_notetaker,
+        images=images_for(mode, after),
+        step=pending.step,
+        sections=notetaker.SECTIONS,
+        extra={"speculative": True},
+    )
+    return future, False
+
+
+def _ask_reflector(
+    ctx: RunContext,
+    state: AgentState,
+    pending: Step,
+    before: ImageInput,
+    after: ImageInput,
+    device_report: str,
+) -> RoleResult[ReflectorOutput]:
+    """The Reflector's judgement of ``S_t → S_{t+1}``: with an official profile's prompt when its
+    model runs under one, else with the runtime's (which also reads the device's report)."""
+    screen = ctx.cached(pending.after_screen)
+    size = screen.size if screen is not None else ctx.device.screen_size
+    mode = ctx.mode("reflector")
+    profile = official_role(ctx, "reflector")
+    if profile is not None:
+        pool = pool_of(state, pending)
+        return ask(ctx, "reflector", profile, pool, [before, after], parse_reflector_reply, step=pending.step)
+    inputs = reflector_inputs(
+        state,
+        pending,
+        mode=mode,
+        device_word=ctx.device_word,
+        worker_model=ctx.model(pending.actor),
+        screen_size=size,
+        device_report=device_report,
+    )
+    return ctx.callers["reflector"].call(
+        inputs.model_dump(),
+        reflector.parse_reflector,
+        images=images_for(mode, before, after),
+        step=pending.step,
+        sections=reflector.SECTIONS,
+    )
 
 
 def finish_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
@@ -371,7 +386,8 @@ def advance_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         update.update(pending=None, step=step)
     status = state.get("status")
     unparsed = pending is not None and pending.format_failure
-    if escalation_due(state, ctx.config.graph, step, status, unparsed):
+    target = playing(state).escalates_to
+    if target is not None and escalation_due(state, ctx.config.graph, step, status, unparsed):
         if status:
             why = state.get("reason", "")
         elif unparsed:
@@ -379,7 +395,7 @@ def advance_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
         else:
             why = f"{state.get('failures', 0)} consecutive failed steps"
         emit(Notice(message=f"escalating to the multi-agent graph at step {step}: {why}"))
-        update.update(escalate(state, pending), escalated_at=step)
+        update.update(escalate(state, pending, target), escalated_at=step)
         return update
     if status is None and step >= state["max_steps"]:
         update.update(status="max_steps", success=False, reason=f"step budget of {state['max_steps']} spent")
@@ -402,8 +418,8 @@ def escalation_due(
     return unparsed or state.get("failures", 0) >= graph.escalate_after
 
 
-def escalate(state: AgentState, last: Step | None) -> dict[str, Any]:
-    """The state update that hands an ``auto`` run to the multi-agent graph.
+def escalate(state: AgentState, last: Step | None, target: GraphKind) -> dict[str, Any]:
+    """The state update that hands an ``auto`` run to the multi-agent graph ``target``.
 
     The team starts as Mobile-Agent-v3 always does — RAG, then the Manager's first plan from the
     screen as it is now — with the single model's steps handed over: the Manager's first prompt
@@ -431,7 +447,7 @@ def escalate(state: AgentState, last: Step | None) -> dict[str, Any]:
         for h in played
     ]
     return {
-        "graph": TEAM,
+        "graph": target,
         "escalate": False,
         "planned": False,
         "plan": [],
@@ -447,16 +463,19 @@ def escalate(state: AgentState, last: Step | None) -> dict[str, Any]:
     }
 
 
-def route_after_reflect(state: AgentState) -> Literal["plan", "finish", "advance"]:
-    if state.get("graph", TEAM) != TEAM:
-        return "advance"
-    return "finish" if state.get("status") else "plan"
+def playing(state: AgentState) -> GraphSpec:
+    """The spec of the graph the run plays now (``auto``: ``single``, then the team)."""
+    return graph_spec(state.get("graph", DEFAULT_GRAPH))
 
 
-def route_after_advance(state: AgentState) -> Literal["finish", "rag", "high", "single"]:
+def route_after_reflect(state: AgentState) -> str:
+    """A judged step goes on as its graph says (:meth:`~agent_runtime.specs.GraphSpec.after_judged`)."""
+    return playing(state).after_judged(bool(state.get("status")))
+
+
+def route_after_advance(state: AgentState) -> str:
+    """After ``advance``: the run's end, or the next step of the graph it plays now (its start,
+    which for a run just escalated is the team's)."""
     if state.get("status"):
         return "finish"
-    kind = state.get("graph", TEAM)
-    if kind == TEAM:
-        return "rag"
-    return "high" if kind == "hi_agent" else "single"
+    return playing(state).start

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from agent_runtime.config import shows_tree
 from agent_runtime.events import StepStarted
 from agent_runtime.graphs.inputs import answer_lines, history_line, images_for, tree_for
+from agent_runtime.graphs.official import served_model
 from agent_runtime.graphs.shared import Ctx, after_action, begin_step, format_failure, take_action
 from agent_runtime.graphs.state import AgentState
 from agent_runtime.graphs.steps import observe, role_event
@@ -32,7 +33,7 @@ from agent_runtime.observation import Observation
 from agent_runtime.profiles import PastTurn, Profile, Request, official
 from agent_runtime.role_outputs import WorkerOutput
 from agent_runtime.roles import gui_owl
-from agent_runtime.roles.caller import ImageInput, RoleCaller, RoleResult
+from agent_runtime.roles.caller import ImageInput, RoleResult
 from agent_runtime.roles.worker import screen_note
 
 KIND = "single"
@@ -68,15 +69,6 @@ def single_node(state: AgentState, runtime: Ctx) -> dict[str, Any]:
     if result.output is None:
         return update | format_failure(runtime, state, pending, "single", result.error)
     return update | take_action(ctx, state, obs, pending, result.output)
-
-
-def served_model(caller: RoleCaller) -> str:
-    """The id of the model the caller talks to: for an endpoint configured with ``model =
-    "auto"`` the id it serves (asked once, ``GET /models``), which ``profile = "auto"`` reads."""
-    if caller.model_config.base_url is None:  # in process: the configured ref is the model
-        return caller.model_id
-    resolve = getattr(caller.chat_model, "_model_id", None)  # the runtime's chat models resolve it
-    return str(resolve()) if callable(resolve) else caller.model_id
 
 
 def _own_step(

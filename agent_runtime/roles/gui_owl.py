@@ -20,9 +20,10 @@ from agent_runtime.config import shows_tree
 from agent_runtime.observation import Observation
 from agent_runtime.role_outputs import WorkerOutput
 from agent_runtime.roles.worker import INTERACT_DESCRIPTION, parse_worker
+from agent_runtime.specs import prompt_template
 
-TEMPLATE = "gui_owl.j2"
-SYSTEM_TEMPLATE = "gui_owl_system.j2"
+TEMPLATE = prompt_template("single")
+SYSTEM_TEMPLATE = prompt_template("single", system=True)
 REPLY_FORMAT = (
     '<thinking>…</thinking> <tool_call>{"name": "FUNCTION", "arguments": {"action": …}}</tool_call> '
     "<conclusion>…</conclusion>"

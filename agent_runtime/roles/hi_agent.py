@@ -21,9 +21,10 @@ from agent_runtime.errors import ParseError
 from agent_runtime.role_outputs import SubgoalOutput
 from agent_runtime.roles.sections import readable
 from agent_runtime.roles.templates import load_template
+from agent_runtime.specs import prompt_template
 
-HIGH_TEMPLATE = "hi_agent_high.j2"
-LOW_TEMPLATE = "hi_agent_low.j2"
+HIGH_TEMPLATE = prompt_template("high")
+LOW_TEMPLATE = prompt_template("low")
 #: Earlier instructions shown to the high level (Hi-Agent's "Previous actions").
 HISTORY_STEPS = 5
 #: What a re-ask shows each level of its reply format.

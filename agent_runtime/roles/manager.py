@@ -17,8 +17,9 @@ from agent_runtime.errors import ParseError
 from agent_runtime.role_outputs import ManagerOutput
 from agent_runtime.roles.lists import split_items
 from agent_runtime.roles.sections import split_sections, strip_markup
+from agent_runtime.specs import prompt_template
 
-TEMPLATE = "manager.j2"
+TEMPLATE = prompt_template("manager")
 SECTIONS_INIT = ("Thought", "Plan")
 SECTIONS_UPDATE = ("Thought", "Historical Operations", "Plan")
 _HEADINGS = ("Thought", "Historical Operations", "Completed Subgoals", "Plan")

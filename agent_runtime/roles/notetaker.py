@@ -12,8 +12,9 @@ from pydantic import BaseModel, Field
 from agent_runtime.errors import ParseError
 from agent_runtime.role_outputs import NotetakerOutput
 from agent_runtime.roles.sections import is_none, split_sections
+from agent_runtime.specs import prompt_template
 
-TEMPLATE = "notetaker.j2"
+TEMPLATE = prompt_template("notetaker")
 SECTIONS = ("Important Notes",)
 _HEADINGS = ("Important Notes", "Notes")
 

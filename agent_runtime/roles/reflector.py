@@ -18,8 +18,9 @@ from pydantic import BaseModel, Field
 from agent_runtime.errors import ParseError
 from agent_runtime.role_outputs import Outcome, ReflectorOutput
 from agent_runtime.roles.sections import is_none, split_sections
+from agent_runtime.specs import prompt_template
 
-TEMPLATE = "reflector.j2"
+TEMPLATE = prompt_template("reflector")
 SECTIONS = ("Outcome", "Error Description")
 _HEADINGS = ("Outcome", "Error Description", "Screenshot Difference", "Progress Status")
 # Runs of markup are possessive (``*+``): no verdict starts with markup, and backtracking through

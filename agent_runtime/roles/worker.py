@@ -24,8 +24,9 @@ from agent_runtime.jsonish import extract_json_object
 from agent_runtime.observation import Observation
 from agent_runtime.role_outputs import WorkerOutput
 from agent_runtime.roles.sections import readable, split_sections
+from agent_runtime.specs import prompt_template
 
-TEMPLATE = "worker.j2"
+TEMPLATE = prompt_template("worker")
 SECTIONS = ("Thought", "Action", "Description")
 _HEADINGS = ("Thought", "Action", "Description", "Summary")
 _ACTION_HINT = 'write one object under ### Action ###, e.g. {"action": "click", "coordinate": [x, y]}'

@@ -39,6 +39,7 @@ import jinja2
 from agent_runtime.checks import Tone, recorded_outcome, recorded_summary, tone
 from agent_runtime.costs import format_money, run_costs
 from agent_runtime.errors import AgentRuntimeError, TraceError
+from agent_runtime.specs import DEFAULT_GRAPH
 from agent_runtime.traces import (
     CallRecord,
     InterventionRecord,
@@ -386,7 +387,7 @@ def render_run(run: LoadedRun) -> str:
             longest=longest or 1.0,
             outcome=(recorded_summary(run.run), _outcome(run.run)[1]),  # run's last line
             decided=_decided,
-            graph=(run.run.config.get("graph") or {}).get("kind", "mobile_agent_v3"),
+            graph=(run.run.config.get("graph") or {}).get("kind", DEFAULT_GRAPH),
             created=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.run.created_at)),
             n_calls=len(run.calls),
             n_parse_errors=sum(1 for c in run.calls if c.parse_error),

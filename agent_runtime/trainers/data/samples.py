@@ -33,6 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_runtime.errors import TraceError
+from agent_runtime.specs import ROLE_SPECS
 from agent_runtime.traces import CallRecord, LoadedRun, StepRecord, Verdict, iter_runs, load_run
 from agent_runtime.trainers.critics.labels import merge_step_labels
 
@@ -41,7 +42,7 @@ OutcomeSource = Literal["eval", "check", "critic", "agent"]
 #: Roles whose recorded calls train: Mobile-Agent-v3's four, Hi-Agent's two levels (``hi_agent``
 #: graph) and GUI-Owl's single model (``single``). Every role's calls are plain recorded messages,
 #: so SFT reads them all alike; which other methods apply, ``distill``'s ``check_role`` says.
-TRAINABLE_ROLES = ("manager", "worker", "reflector", "notetaker", "high", "low", "single")
+TRAINABLE_ROLES = tuple(name for name, spec in ROLE_SPECS.items() if spec.trainable)
 
 _FAILED_STATUSES = {"failed", "gave_up", "max_steps", "error"}
 #: ``CallRecord.extra`` key of a call that training must not read (its value says why).

@@ -65,6 +65,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent_runtime.coords import ImageFormat
 from agent_runtime.errors import ConfigError, DependencyError, TrainingError
 from agent_runtime.execution.backend import Job, LocalBackend, Workplace, in_order
+from agent_runtime.specs import ROLE_SPECS
 from agent_runtime.trainers.online.samples import StepTokens, Trajectory
 
 if TYPE_CHECKING:
@@ -77,9 +78,7 @@ log = logging.getLogger(__name__)
 RL_KEY = "rl"
 #: The graph whose rollouts train each role online (module docstring).
 ROLLOUT_GRAPHS: dict[str, GraphKind] = {
-    "worker": "mobile_agent_v3",
-    "manager": "mobile_agent_v3",
-    "single": "single",
+    name: spec.rollout_graph for name, spec in ROLE_SPECS.items() if spec.rollout_graph is not None
 }
 
 
