@@ -1,8 +1,8 @@
 """Resuming a run: the checkpoint it continues from, the config and totals it carries, its device.
 
-Split from :mod:`agent_runtime.runtime`, which calls these while it prepares a resumed run (before
-anything is written) and whenever run.json is rewritten. See that module's docstring for what a
-resume guarantees.
+A run's plan (:mod:`agent_runtime.run.plan`) calls these while it prepares a resumed run (before
+anything is written), and its session (:mod:`agent_runtime.run.session`) whenever a step commits.
+See :mod:`agent_runtime.runtime`'s docstring for what a resume guarantees.
 """
 
 from __future__ import annotations
@@ -190,6 +190,16 @@ def restore_device(
             "used since; the agent continues from what is on the screen now",
         )
     ]
+
+
+def snapshot_device(device: Device, *, owned: bool, run_dir: Path, step: int, redactor: Redactor) -> None:
+    """After committed ``step``: keep the state of an in-process SimPhone the run built
+    (:func:`save_simphone`), so that a resume restores it instead of replaying every step. Any
+    other device keeps its own state."""
+    from agent_runtime.simphone import SimPhone
+
+    if owned and isinstance(device, SimPhone):
+        save_simphone(device, run_dir, step, redactor)
 
 
 def save_simphone(phone: SimPhone, run_dir: Path, step: int, redactor: Redactor) -> bool:
