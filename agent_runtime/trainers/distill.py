@@ -16,9 +16,9 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
-from agent_runtime.version import __version__
 from agent_runtime.errors import ConfigError, TrainingError
 from agent_runtime.models.refs import MANIFEST, ResolvedModel, resolve_model_ref
+from agent_runtime.specs import ROLE_SPECS
 from agent_runtime.trainers import METHODS
 from agent_runtime.trainers.artifacts import (
     DataSummary,
@@ -31,7 +31,6 @@ from agent_runtime.trainers.artifacts import (
 from agent_runtime.trainers.base_config import TrainConfig
 from agent_runtime.trainers.data.filters.pipeline import FilterSettings
 from agent_runtime.trainers.data.regenerate import RegenerationOptions
-from agent_runtime.trainers.data.samples import TRAINABLE_ROLES
 from agent_runtime.trainers.data.worker_prompts import PromptSettings
 from agent_runtime.trainers.dpo_config import DPOConfig
 from agent_runtime.trainers.hi_agent.grpo_config import GRPO_LEVELS, GRPOConfig
@@ -41,6 +40,7 @@ from agent_runtime.trainers.online.loop import RL_METHODS, RLOptions, rollout_wo
 from agent_runtime.trainers.online.rollouts import ROLLOUT_GRAPHS
 from agent_runtime.trainers.online.trpo_config import TRPOConfig
 from agent_runtime.trainers.sft_config import SFTConfig
+from agent_runtime.version import __version__
 
 Advance = Callable[[int], None]
 Track = Callable[[str, int | None], Advance]
@@ -48,14 +48,16 @@ Echo = Callable[[str], None]
 T = TypeVar("T")
 #: Methods that take ``--env simphone`` (:class:`RLOptions`): the online loop's, and Hi-Agent's GRPO.
 ENV_METHODS = (*RL_METHODS, "grpo")
-#: The roles each environment method trains. Online RL plays whole rollouts in the graph that
-#: calls the role at every step (:data:`~agent_runtime.trainers.online.rollouts.ROLLOUT_GRAPHS`);
+#: The roles each environment method trains (their specs say, :mod:`agent_runtime.specs`). Online
+#: RL plays whole rollouts in the graph that calls the role at every step (``rollout_graph``);
 #: GRPO trains Hi-Agent's two levels, named as the ``hi_agent`` graph's roles (``low``,
 #: ``high``) or as the Mobile-Agent-v3 roles that hold their places (``worker``, ``manager``).
 METHOD_ROLES: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(RL_METHODS, tuple(ROLLOUT_GRAPHS)),
-    "grpo": tuple(GRPO_LEVELS),
+    **dict.fromkeys(RL_METHODS, tuple(r for r, spec in ROLE_SPECS.items() if spec.rollout_graph)),
+    "grpo": tuple(r for r, spec in ROLE_SPECS.items() if spec.grpo_level),
 }
+#: Roles whose recorded calls train (``sft`` reads them all alike).
+TRAINABLE_ROLES = tuple(r for r, spec in ROLE_SPECS.items() if spec.trainable)
 
 #: Where SimPhone-derived screenshots and expert records go inside the output directory.
 DATA_DIR = "data"
@@ -64,20 +66,18 @@ DATA_DIR = "data"
 class DataOptions(BaseModel):
     """Where training data comes from and how it is filtered (every field is a distill option)."""
 
-    runs_dir: Path | None = Field(None, description="directory of run directories (traces)")
+    runs_dir: Path | None = Field(None, description="run directories to learn from (sft; dpo trace pairs)")
     filters: FilterSettings = Field(default_factory=FilterSettings)
     max_samples: int | None = Field(
         None, ge=1, description="cap on training rows after filtering (per role, seeded, replay included)"
     )
-    tasks: str | None = Field(None, description="SimPhone task pattern for demonstrations / preference pairs")
-    episodes: int = Field(1, ge=1, description="SimPhone instances per task template")
-    split: str = Field("train", description="SimPhone split the instances come from")
-    max_candidates: int = Field(
-        6, ge=1, description="DPO: aligned-space candidates levelled per golden state"
+    tasks: str | None = Field(
+        None, description="SimPhone task pattern (glob or re:REGEX): dpo pairs, irr/grpo demos, rollouts"
     )
-    trace_pairs: bool = Field(
-        True, description="DPO: also pair FAILURE steps with later SUCCESS steps in traces"
-    )
+    episodes: int = Field(1, ge=1, description="SimPhone instances per task")
+    split: str = Field("train", description="SimPhone split: train, test or all")
+    max_candidates: int = Field(6, ge=1, description="DPO: candidate actions levelled per golden state")
+    trace_pairs: bool = Field(True, description="DPO: pair trace FAILURE steps with later SUCCESS ones")
     regenerate: RegenerationOptions = Field(
         default_factory=RegenerationOptions,
         description="DPO: the SFT agent's replies at golden states as rejected sides",
@@ -90,7 +90,7 @@ class DataOptions(BaseModel):
         0.0, ge=0.0, description="sft: replayed rows per new row, per role (drawn from replay_dir)"
     )
     rl: RLOptions | None = Field(None, description="RL (trpo, dgrpo, grpo): environment and iterations")
-    overwrite: bool = Field(False, description="replace an existing distill output")
+    overwrite: bool = Field(False, description="replace an existing output")
 
 
 def _silent_track(description: str, total: int | None) -> Advance:

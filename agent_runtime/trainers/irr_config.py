@@ -19,9 +19,11 @@ class IRRConfig(TrainConfig):
     """
 
     prompt: PromptSettings = Field(default_factory=PromptSettings, description="how the Worker is prompted")
-    k: int = Field(8, ge=1, le=16, description="candidate replies sampled per expert step")
+    k: int = Field(8, ge=1, le=16, description="replies sampled per expert step")
     max_rounds: int = Field(3, ge=1, le=20, description="sampling + fine-tuning rounds at most")
-    min_improvement: float = Field(0.02, ge=0.0, le=1.0, description="match-rate gain below which IRR stops")
+    min_improvement: float = Field(
+        0.02, ge=0.0, le=1.0, description="match-rate gain below which rounds stop"
+    )
     temperature: float = Field(1.0, gt=0.0, le=2.0, description="sampling temperature")
     top_p: float = Field(0.95, gt=0.0, le=1.0, description="nucleus sampling")
     max_new_tokens: int = Field(384, ge=8, description="longest sampled reply")

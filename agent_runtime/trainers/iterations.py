@@ -27,11 +27,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent_runtime.version import __version__
 from agent_runtime.errors import ConfigError
 from agent_runtime.models.refs import MANIFEST, ResolvedModel
 from agent_runtime.trainers.artifacts import DataSummary, Manifest, TrainingSummary, serve_info
 from agent_runtime.trainers.base_config import TrainConfig
+from agent_runtime.version import __version__
 
 Echo = Callable[[str], None]
 METRICS_FILE = "metrics.jsonl"

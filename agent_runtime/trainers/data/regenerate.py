@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_runtime.roles.caller import message_text
 from agent_runtime.trainers.data.worker_prompts import PromptSettings
 from agent_runtime.trainers.demos.experts import ExpertStep
 
@@ -39,13 +38,13 @@ class RegenerationOptions(BaseModel):
         2,
         ge=0,
         le=16,
-        description="replies sampled per golden state (one request); 0 = off, every rejected side "
-        "then comes from the page's action space",
+        description="replies the SFT agent samples per golden state, in one request; those worse than "
+        "golden are rejected sides (0: only the page's action space)",
     )
     model: str | None = Field(
         None,
-        description="the SFT agent: model dir, distill output or http(s)://HOST/v1[#name] "
-        "(None: the base being trained, DPO's reference)",
+        description="the SFT agent that regenerates: model dir, distill output or "
+        "http(s)://HOST/v1[#name] (default: the base, DPO's reference)",
     )
     temperature: float = Field(1.0, ge=0.0, le=2.0, description="sampling temperature of the replies")
     max_tokens: int = Field(512, gt=0, description="longest reply")
@@ -75,6 +74,8 @@ class PolicySampler:
         return cls(model, settings, options, seed)
 
     def __call__(self, step: ExpertStep) -> list[str]:
+        # LangChain's messages load when the policy samples, not with the options the CLI reads
+        from agent_runtime.roles.caller import message_text
         from agent_runtime.trainers.irr_trainer import openai_messages
 
         replies = self.model.sample(

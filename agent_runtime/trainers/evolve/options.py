@@ -29,38 +29,42 @@ Stage = Literal["rollouts", "critics", "corrections", "hints", "demos", "sft", "
 
 
 class EvolveOptions(BaseModel):
-    """Every option of ``agent-runtime evolve`` (the CLI maps its flags one to one)."""
+    """Every option of ``agent-runtime evolve``: the command's flags are made from these fields
+    (:mod:`agent_runtime.cli.options`), their descriptions its help."""
 
-    out: Path = Field(description="output directory: iterations, reports, the promoted adapter")
-    config: Path | None = Field(None, description="runtime config (TOML); None: the demo model's")
+    out: Path = Field(description="output directory (iterations, reports, best/)")
+    config: Path | None = Field(None, description="runtime config (TOML); default: the offline demo model's")
     model: str | None = Field(
-        None, description="the [models.NAME] entry to evolve (default: the model of the first --role)"
+        None, description="the models.NAME entry to evolve (default: the --role's model)"
     )
-    role: str = Field("manager,worker", description="roles trained by SFT; they must share --model")
-    base: str | None = Field(None, description="the start (model ref); None: the config's model")
-    recipe: Recipe = "self-evolve"
+    role: str = Field(
+        "manager,worker", description="roles trained by SFT, comma-separated; they share --model"
+    )
+    base: str | None = Field(None, description="start from this model ref instead of the config's")
+    recipe: Recipe = Field(
+        "self-evolve",
+        description="the recipe: self-evolve (Mobile-Agent-v3) or mobilerl (SFT -> IRR -> DGRPO)",
+    )
     iterations: int = Field(1, ge=1, description="iterations in total (--resume counts on)")
-    tasks: str | None = Field(None, description="SimPhone templates to train on (glob, re:REGEX); None: all")
+    tasks: str | None = Field(
+        None, description="SimPhone templates to train on: globs or re:REGEX (default: all)"
+    )
     task_list: Path | None = Field(
-        None, description="JSONL tasks for any device (goal, split, hints); success by the trajectory critic"
+        None, description="JSONL tasks for any device (goal, split, hints); needs --critic-model"
     )
     device: str | None = Field(None, description="device spec for --task-list (default: the config's)")
     train_episodes: int = Field(4, ge=1, description="train instances per template per iteration")
     eval_tasks: str | None = Field(
-        None, description="templates the gate and the final test measure (default: --tasks)"
+        None, description="templates the gate and the final test score (default: --tasks)"
     )
-    eval_episodes: int = Field(
-        5, ge=1, description="selection instances per template: what promotions are decided on"
-    )
+    eval_episodes: int = Field(5, ge=1, description="selection instances per template (the gate's)")
     final_episodes: int | None = Field(
-        None, ge=1, description="final-test instances per template, scored once a run (None: --eval-episodes)"
+        None, ge=1, description="final-test instances per template, scored once a run (default: eval's)"
     )
     heldout_tasks: str | None = Field(
-        None, description="template-held-out templates the final test scores (pattern; None: all of them)"
+        None, description="template-held-out templates the final test scores (default: all 13)"
     )
-    heldout_episodes: int = Field(
-        1, ge=0, description="final-test instances per template-held-out template (0: not measured)"
-    )
+    heldout_episodes: int = Field(1, ge=0, description="final-test instances per held-out template (0: none)")
     workers: int = Field(3, ge=1, description="episodes played at once (threads share one engine)")
     ray: str | None = Field(
         None,
@@ -68,28 +72,29 @@ class EvolveOptions(BaseModel):
         "[cluster] ray_address, else this machine); online RL keeps its in-process policy here",
     )
     rollout_temperature: float | None = Field(
-        None, ge=0.0, le=2.0, description="sampling temperature of the rollouts (None: the model's own)"
+        None, ge=0.0, le=2.0, description="sampling temperature of the rollouts (default: the model's own)"
     )
     critic_model: str | None = Field(
-        None, description="[models.NAME] of the step and trajectory critics (None: the task checker only)"
+        None, description="the models.NAME entry of the step and trajectory critics"
     )
     corrections: bool = Field(
         True,
         description="SimPhone: the oracle labels the states failed rollouts visited (DAgger), not hints",
     )
     hints: bool = Field(
-        True, description="hint-guided rejection sampling for tasks every rollout failed (task lists; "
-        "SimPhone with --no-corrections)",
-    )  # fmt: skip
-    hint_samples: int = Field(2, ge=1, description="replies sampled per hinted call")
+        True,
+        description="hint-guided rejection sampling on failed tasks (task lists; SimPhone with "
+        "--no-corrections)",
+    )
+    hint_samples: int = Field(2, ge=1, description="replies per hinted call")
     hint_fallback: Literal["oracle", "drop"] = Field(
-        "oracle", description="a hinted call with no verified reply keeps the oracle's reply, or is dropped"
+        "oracle", description="a hinted call with no verified reply: oracle (keep the demonstration) or drop"
     )
     # SFT continues a converged adapter: a small lr with warm-up, batches of 8, earlier data
     # replayed and the checkpoint kept that is best on held-aside train rows (docs/training.md,
     # "Continuing an adapter": the measurement behind these defaults).
-    sft_lr: float = Field(2e-5, gt=0.0, description="SFT learning rate (continued from the current adapter)")
-    sft_epochs: float = Field(1.0, gt=0.0, description="SFT passes over the iteration's data")
+    sft_lr: float = Field(2e-5, gt=0.0, description="SFT learning rate")
+    sft_epochs: float = Field(1.0, gt=0.0, description="SFT passes over the data")
     sft_max_steps: int = Field(-1, description="SFT optimizer steps (-1: use --sft-epochs)")
     sft_batch_size: int = Field(8, ge=1, description="SFT batch size")
     sft_warmup: float = Field(0.1, ge=0.0, lt=1.0, description="share of SFT steps spent warming up")
@@ -97,40 +102,41 @@ class EvolveOptions(BaseModel):
         0.1,
         ge=0.0,
         lt=1.0,
-        description="share of SFT rows (train templates) held aside to keep the best checkpoint "
-        "(the start included); 0: keep the last step",
+        description="share of SFT rows held aside to keep the best checkpoint, the start's included "
+        "(0: keep the last step)",
     )
-    replay_ratio: float = Field(
-        1.0, ge=0.0, description="earlier rows replayed per new SFT row, per role (0: no replay)"
-    )
+    replay_ratio: float = Field(1.0, ge=0.0, description="earlier rows replayed per new SFT row, per role")
     replay_runs: Path | None = Field(
         None,
-        description="runs the start was trained on, replayed with earlier iterations' data (None: its "
-        "manifest's source runs where they exist, else oracle demonstrations of the train templates)",
+        description="runs the start was trained on (default: its manifest's source runs where they "
+        "exist, else oracle demos of the train templates)",
     )
-    max_samples: int | None = Field(None, ge=1, description="cap on SFT rows per role per iteration")
-    rl: Literal["none", "dgrpo", "trpo"] = Field("none", description="online RL after SFT")
-    rl_role: str = Field("worker", description="the role online RL trains (one role)")
+    max_samples: int | None = Field(None, ge=1, description="cap on SFT rows per role")
+    rl: Literal["none", "dgrpo", "trpo"] = Field(
+        "none", description="online RL after SFT: none, dgrpo or trpo"
+    )
+    rl_role: str = Field("worker", description="the role online RL trains")
     rl_iterations: int = Field(1, ge=1, description="online RL iterations per evolve iteration")
-    group_size: int = Field(4, ge=2, description="G: rollouts per task instance in online RL")
+    group_size: int = Field(4, ge=2, description="online RL group size G")
     rl_lr: float = Field(1e-5, gt=0.0, description="online RL learning rate")
     rl_episodes: int = Field(1, ge=1, description="train instances per template in online RL")
+    # The run's family-wise level: each planned iteration promotes when the one-sided
+    # template-clustered p-value <= promote_alpha / iterations (gate.py).
     promote_alpha: float = Field(
         0.05,
         gt=0.0,
         le=1.0,
-        description="the run's family-wise level: each planned iteration promotes when the one-sided "
-        "template-clustered p-value ≤ promote_alpha / iterations (gate.py)",
+        description="the run's false-promotion level, split over its --iterations (clustered test)",
     )
     gate_iterations: int | None = Field(
         None,
         ge=1,
-        description="iterations promote_alpha is split over, fixed when the run starts (None: --iterations); "
-        "plan here the iterations a later --resume will add",
+        description="iterations --promote-alpha is split over, fixed at the run's start (default: "
+        "--iterations); count those a later --resume will add",
     )
-    seed: int = Field(0, ge=0, description="seeds the instances, the sampling and the training")
+    seed: int = Field(0, ge=0, description="seeds instances, sampling and training")
     resume: bool = Field(False, description="continue after the last finished stage")
-    overwrite: bool = Field(False, description="delete an earlier evolve run in --out first")
+    overwrite: bool = Field(False, description="replace an earlier run in --out")
 
     @model_validator(mode="after")
     def _task_list_needs_a_critic(self) -> EvolveOptions:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from agent_runtime.specs import ROLE_SPECS
 from agent_runtime.trainers.online.config import OnlineRLConfig
 
 #: The constant TRL 1.16's GRPOTrainer adds to the reward std (module docstring).
@@ -35,10 +36,7 @@ SubgoalFilter = Literal["env", "none"]
 #: The roles GRPO trains, and the level each one is: the ``hi_agent`` graph's own roles, or the
 #: Mobile-Agent-v3 roles that hold the levels' places (the Manager plans, the Worker acts).
 GRPO_LEVELS: dict[str, Literal["high", "low"]] = {
-    "low": "low",
-    "high": "high",
-    "worker": "low",
-    "manager": "high",
+    name: spec.grpo_level for name, spec in ROLE_SPECS.items() if spec.grpo_level is not None
 }
 
 
@@ -72,7 +70,7 @@ class GRPOConfig(OnlineRLConfig):
         [0.4, 0.3, 0.3], description="lambda of r_fmt, r_env, V_judge in the foresight reward (high level)"
     )
     coord_epsilon: float = Field(
-        0.002, gt=0.0, description="r_env: largest L2 distance of normalised coordinates that still matches"
+        0.002, gt=0.0, description="largest normalised distance of a matching point (r_env; 0.002)"
     )
     advantage_epsilon: float = Field(
         TRL_STD_EPSILON,
@@ -81,21 +79,23 @@ class GRPOConfig(OnlineRLConfig):
     )
     alternate: bool = Field(
         False,
-        description="role manager (or high): alternate low- then high-level updates each iteration (eq. 5)",
+        description="alternate worker then manager (low- then high-level) updates each iteration (eq. 5)",
     )
     subgoal_filter: SubgoalFilter = Field(
         "env",
-        description="alternating: which of π_h's subgoals join the low level's data, the state's oracle "
-        "action as target — env: those the pre-update π_ℓ executes as that action (r_env = 1); "
-        "none: every well-formed one (the paper)",
+        description="which manager subgoals the worker also trains on, the state's oracle action as "
+        "target: env (those the worker already executes as the oracle action, r_env = 1, default) or "
+        "none (all well-formed: the paper)",
     )
     low_level: str | None = Field(
         None,
-        description="the low-level model (model dir, distill output or http(s) URL[#name]); None: the base",
+        description="the low-level (action) model the manager's subgoals are executed by: model dir, "
+        "distill output or http(s)://HOST/v1[#name] (default: the base)",
     )
     judge_model: str | None = Field(
         None,
-        description="frozen judge V_judge: model dir, distill output or http(s) URL[#name]; None: the base",
+        description="the frozen subgoal judge V_judge: model dir, distill output or "
+        "http(s)://HOST/v1[#name] (default: the base)",
     )
 
     @field_validator("reward_weights")

@@ -56,8 +56,8 @@ class OnlineRLConfig(TrainConfig):
     max_turns: int = Field(
         50,
         ge=1,
-        description="policy steps per rollout at most; the task's budget and the runtime config's "
-        "[graph] max_steps also bound it (the least wins)",
+        description="policy steps per rollout at most (trpo 15, dgrpo 50); a rollout also stops at the "
+        "task's own budget and the --config's [graph] max_steps, whichever is least",
     )
     clip_epsilon_low: float = Field(0.2, gt=0.0, lt=1.0, description="PPO clip: ratio floor is 1 - this")
     clip_epsilon_high: float = Field(0.2, gt=0.0, description="PPO clip: ratio ceiling is 1 + this")
@@ -65,7 +65,12 @@ class OnlineRLConfig(TrainConfig):
         0.0, ge=0.0, description="weight of the k3 KL penalty to the reference policy (0: off)"
     )
     max_grad_norm: float = Field(1.0, gt=0.0, description="clip the gradient's global norm to this")
-    micro_batch_size: int = Field(4, ge=1, description="steps per forward/backward pass (memory, not maths)")
+    micro_batch_size: int = Field(
+        4,
+        ge=1,
+        description="policy steps per forward/backward pass of an update (peak memory, not the maths; "
+        "default 4)",
+    )
     step_weighting: StepWeighting = Field(
         "none", description="weight of a step's loss by its trajectory's length T: 1/T, T or 1"
     )

@@ -37,14 +37,14 @@ class DGRPOConfig(OnlineRLConfig):
         "[graph] max_steps also bound it (the least wins)",
     )
     max_new_tokens: int = Field(4096, ge=1, description="longest completion per policy call (Table 4)")
-    spa: bool = Field(True, description="reshape rewards with SPA (False: the raw 0/1 outcome, 'w/o SPA')")
+    spa: bool = Field(
+        True, description="shortest-path reward adjustment (off: the raw 0/1 outcome, 'w/o SPA')"
+    )
     spa_alpha: float = Field(1.0, gt=0.0, le=1.0, description="SPA penalty strength alpha (paper form only)")
     spa_form: SpaForm = Field(
         "paper", description="'paper': 1 - a(T-Tmin)/T; 'reference': 1 - max(T-Tmin,0)/(2T)"
     )
-    dapr: bool = Field(
-        True, description="replay top positive trajectories (Difficulty-Adaptive Positive Replay)"
-    )
+    dapr: bool = Field(True, description="positive replay buffer (Difficulty-Adaptive Positive Replay)")
     dapr_buffer_size: int = Field(256, ge=1, description="replay buffer capacity")
     dapr_top_fraction: float = Field(0.25, gt=0.0, le=1.0, description="kappa: share of rollouts inserted")
     dapr_gamma: float = Field(
@@ -63,7 +63,7 @@ class DGRPOConfig(OnlineRLConfig):
     )
     prune_negatives: bool = Field(True, description="drop negatives beyond the positive:negative ratio")
     max_negatives_per_positive: float = Field(2.0, gt=0.0, description="negatives kept per positive (1:2)")
-    fcf: bool = Field(True, description="Failure Curriculum Filtering of tasks that keep failing")
+    fcf: bool = Field(True, description="failure curriculum filtering of tasks that keep failing")
     fcf_cooldown_after: int = Field(2, ge=1, description="all-failure epochs in a row that start a cooldown")
     fcf_cooldown_epochs: int = Field(
         3, ge=0, description="cooldown length in epochs (the task is played with weight exp(-f))"
