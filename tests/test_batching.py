@@ -338,3 +338,33 @@ def test_serve_decodes_concurrent_http_requests_together(tiny_lm_dir):
     assert [r["choices"][0]["message"]["content"] for r in replies] == want
     assert engine._batcher.stats["decode_steps"] < engine._batcher.stats["decoded_tokens"]
     engine.close()
+
+
+def test_the_cache_stays_within_its_bound_and_changes_no_reply(tiny_lm_dir):
+    """Past ``max_cache_mb`` requests wait for a place instead of growing the cache; a request
+    longer than the bound still runs (alone), and the cache it grew is dropped once idle."""
+    from agent_runtime.models.decoder import KVRows
+
+    reference = _engine(tiny_lm_dir, batching=False)
+    asks = [PROMPTS[i % 4] + f" please {i}" for i in range(8)]
+    want = [reference.chat(_request(p, return_token_ids=True)).choices[0].token_ids for p in asks]
+    config = reference.model.config
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    shape = KVRows(config.num_hidden_layers, config.num_key_value_heads, head_dim, reference.model.dtype)
+    four_rows = shape.bytes_for(4, 256)  # every prompt here and its 24-token reply fit 256 positions
+    engine = _engine(tiny_lm_dir, max_cache_mb=four_rows / 2**20)
+
+    def greedy(prompt: str) -> list[int]:
+        return engine.chat(_request(prompt, return_token_ids=True)).choices[0].token_ids
+
+    assert _concurrently(greedy, asks) == want
+    batcher = engine._batcher
+    assert 1 < batcher.stats["most_running"] <= 4, batcher.stats
+    assert batcher.decoder.cache.bytes_for(0, 0) <= four_rows
+
+    long = " ".join(PROMPTS * 12)  # more positions than the bound holds: admitted alone
+    engine.chat(_request(long, max_tokens=4))
+    assert batcher.decoder.cache.bytes_for(0, 0) > four_rows
+    assert _concurrently(greedy, asks) == want
+    assert batcher.decoder.cache.bytes_for(0, 0) <= four_rows  # dropped when idle, then grown within bound
+    engine.close()

@@ -94,6 +94,15 @@ PrecisionOpt = Annotated[
     ),
 ]
 MaxBatchOpt = Annotated[int, typer.Option("--max-batch", min=1, help="Requests decoded together at most.")]
+MaxCacheOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cache-mb",
+        min=1,
+        help="Size of the batched key/value cache at most, in MiB; more requests wait for a place "
+        "(default: 640 on the CPU, no bound on a GPU).",
+    ),
+]
 LogLevelOpt = Annotated[str, typer.Option("--log-level", help="uvicorn log level.")]
 
 
@@ -115,6 +124,7 @@ def register(app: typer.Typer) -> None:
         max_body_mb: MaxBodyOpt = DEFAULT_MAX_BODY_BYTES / 2**20,
         precision: PrecisionOpt = "exact",
         max_batch: MaxBatchOpt = 16,
+        max_cache_mb: MaxCacheOpt = None,
         log_level: LogLevelOpt = "warning",
     ) -> None:
         """Serve a local model over the OpenAI chat-completions API (+ vLLM's LoRA endpoints)."""
@@ -148,6 +158,7 @@ def register(app: typer.Typer) -> None:
             dtype=dtype,
             precision="fast" if precision == "fast" else "exact",
             max_batch=max_batch,
+            max_cache_mb=max_cache_mb,
         )
         if max_model_len is not None:
             engine.context_length = max_model_len

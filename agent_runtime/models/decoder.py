@@ -290,12 +290,24 @@ class KVRows:
         self.k: list[torch.Tensor] = []
         self.v: list[torch.Tensor] = []
 
+    def _grown(self, rows: int, positions: int) -> tuple[int, int]:
+        """The (rows, positions) the cache has once it holds ``rows`` × ``positions``."""
+        return (
+            max(self.rows, -(-rows // _ROW_STEP) * _ROW_STEP),
+            max(self.cap, -(-positions // _CAP_STEP) * _CAP_STEP),
+        )
+
+    def bytes_for(self, rows: int, positions: int) -> int:
+        """The cache's size in bytes once it holds ``rows`` × ``positions`` (it never shrinks)."""
+        new_rows, new_cap = self._grown(rows, positions)
+        layers, heads, dim = self.shape
+        return 2 * layers * new_rows * new_cap * heads * dim * self.dtype.itemsize
+
     def reserve(self, rows: int, positions: int) -> None:
         """At least ``rows`` rows of ``positions`` positions, keeping what is stored."""
         if rows <= self.rows and positions <= self.cap:
             return
-        new_rows = max(self.rows, -(-rows // _ROW_STEP) * _ROW_STEP)
-        new_cap = max(self.cap, -(-positions // _CAP_STEP) * _CAP_STEP)
+        new_rows, new_cap = self._grown(rows, positions)
         layers, heads, dim = self.shape
         for store in (self.k, self.v):
             for i in range(layers):
@@ -307,6 +319,12 @@ class KVRows:
                 else:
                     store.append(grown)
         self.rows, self.cap = new_rows, new_cap
+
+    def clear(self) -> None:
+        """Drop every row (the memory goes back to the OS); the next reserve starts afresh."""
+        self.k, self.v = [], []
+        self.rows = self.cap = 0
+        _return_freed_memory()
 
     def _tensors(self) -> list[torch.Tensor]:
         return [*self.k, *self.v]

@@ -156,6 +156,7 @@ class TransformersEngine:
         precision: Precision = "exact",
         batching: bool = True,
         max_batch: int | None = None,
+        max_cache_mb: float | None = None,
         formats: KernelFormats | None = None,
     ) -> None:
         ref = ModelRef.parse(path)
@@ -163,6 +164,9 @@ class TransformersEngine:
         self.precision: Precision = precision
         self.batching = batching
         self.max_batch = max_batch
+        #: The batched key/value cache's bound in MiB; None: the CPU's default
+        #: (:data:`~agent_runtime.models.batching.DEFAULT_CPU_CACHE_MB`), no bound on a GPU.
+        self.max_cache_mb = max_cache_mb
         self.path = resolve_model_dir(ref)
         if not self.path.is_dir():
             raise ModelError(
@@ -352,7 +356,7 @@ class TransformersEngine:
         with self._lock:
             if self._batcher is not None and self._batched_model is self.model:
                 return self._batcher
-            from agent_runtime.models.batching import DEFAULT_MAX_BATCH, Batcher
+            from agent_runtime.models.batching import DEFAULT_CPU_CACHE_MB, DEFAULT_MAX_BATCH, Batcher
             from agent_runtime.models.decoder import SlotDecoder, supports
 
             if supports(self.model) is not None:
@@ -367,6 +371,8 @@ class TransformersEngine:
                 activate=self._activate_for_batch,
                 lock=self._lock,
                 max_batch=self.max_batch or DEFAULT_MAX_BATCH,
+                max_cache_mb=self.max_cache_mb
+                or (DEFAULT_CPU_CACHE_MB if self.model.device.type == "cpu" else None),
                 context_length=self.context_length,
                 name=self.served_name,
             )
