@@ -67,6 +67,7 @@ PARAMETERS = [
         "sft_epochs",
         "sft_max_steps",
         "sft_batch_size",
+        "sft_micro_batch",
         "sft_warmup",
         "sft_validation",
         "replay_ratio",

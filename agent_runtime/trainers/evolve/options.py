@@ -96,7 +96,16 @@ class EvolveOptions(BaseModel):
     sft_lr: float = Field(2e-5, gt=0.0, description="SFT learning rate")
     sft_epochs: float = Field(1.0, gt=0.0, description="SFT passes over the data")
     sft_max_steps: int = Field(-1, description="SFT optimizer steps (-1: use --sft-epochs)")
-    sft_batch_size: int = Field(8, ge=1, description="SFT batch size")
+    sft_batch_size: int = Field(8, ge=1, description="SFT batch size (rows per optimizer step)")
+    # A forward of 8 rows of ~1,000 tokens holds 8 × 1,000 × 49,152 float32 logits several times
+    # over (loss, its gradient, TRL's entropy): on a 24 GB CPU machine the demo model's SFT ran out
+    # of memory. The batch is the same either way; only how much of it one forward holds differs.
+    sft_micro_batch: int | None = Field(
+        None,
+        ge=1,
+        description="SFT rows per forward, the rest of the batch accumulated (default: 1 on the CPU, "
+        "the whole batch on a GPU)",
+    )
     sft_warmup: float = Field(0.1, ge=0.0, lt=1.0, description="share of SFT steps spent warming up")
     sft_validation: float = Field(
         0.1,
@@ -155,6 +164,18 @@ class EvolveOptions(BaseModel):
         if isinstance(data, dict) and data.get("recipe") == "mobilerl" and data.get("rl") in (None, "none"):
             return {**data, "rl": "dgrpo"}
         return data
+
+    def sft_split(self, gpu: bool) -> tuple[int, int]:
+        """(rows per forward, forwards per optimizer step) for an SFT batch of ``sft_batch_size``.
+
+        >>> EvolveOptions(out="o", sft_batch_size=8).sft_split(gpu=False)
+        (1, 8)
+        >>> EvolveOptions(out="o", sft_batch_size=8, sft_micro_batch=4).sft_split(gpu=False)
+        (4, 2)
+        """
+        micro = self.sft_micro_batch or (self.sft_batch_size if gpu else 1)
+        micro = min(micro, self.sft_batch_size)
+        return micro, -(-self.sft_batch_size // micro)
 
     def roles(self) -> list[str]:
         return [r.strip() for r in self.role.split(",") if r.strip()]

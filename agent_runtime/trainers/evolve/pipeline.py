@@ -734,6 +734,9 @@ def stage_sft(ev: Evolution, it: int) -> dict[str, Any]:
         replayed = _replay_pool(ev, it, exclude=carried + new)
         _link_runs(replayed, replay)
     base = training_ref(ev.best.ref)
+    import torch
+
+    micro, accumulate = ev.opts.sft_split(gpu=torch.cuda.is_available())
     config = SFTConfig(
         base=base,
         output_dir=out,
@@ -741,7 +744,8 @@ def stage_sft(ev: Evolution, it: int) -> dict[str, Any]:
         learning_rate=ev.opts.sft_lr,
         epochs=ev.opts.sft_epochs,
         max_steps=ev.opts.sft_max_steps,
-        batch_size=ev.opts.sft_batch_size,
+        batch_size=micro,
+        gradient_accumulation_steps=accumulate,
         warmup_ratio=ev.opts.sft_warmup,
         validation_fraction=ev.opts.sft_validation,
         seed=ev.opts.seed + it,
