@@ -207,9 +207,10 @@ def sft_sweep(work: Path, *, tasks: str, episodes: int, max_samples: int, probe_
     results: list[dict[str, Any]] = []
     for name, lr, batch, warmup, ratio in SWEEP:
         out = work / f"sft-{len(results)}"
+        # one row per forward, as evolve's SFT on the CPU: eight in one forward ran out of memory
         config = SFTConfig(
-            base=MODEL_REF, output_dir=out, role="manager,worker", learning_rate=lr, batch_size=batch,
-            warmup_ratio=warmup, max_steps=-1, progress=False,
+            base=MODEL_REF, output_dir=out, role="manager,worker", learning_rate=lr, batch_size=1,
+            gradient_accumulation_steps=batch, warmup_ratio=warmup, max_steps=-1, progress=False,
         )  # fmt: skip
         data = DataOptions(
             runs_dir=work / "new", max_samples=max_samples, replay_dir=work / "pool", replay_ratio=ratio,
