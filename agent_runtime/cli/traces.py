@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from agent_runtime.cli import guarded
+from agent_runtime.specs import DEFAULT_GRAPH
 
 if TYPE_CHECKING:
     from agent_runtime.traces import CallRecord, InterventionRecord, LoadedRun, RunRecord
@@ -290,7 +291,7 @@ def _show_header(console: Console, run: LoadedRun) -> None:
         f"device:  {r.device.get('spec', '?')} {tuple(r.device.get('screen', ()))}", highlight=False
     )
     played = list(dict.fromkeys(s.graph for s in run.steps))
-    kind = (r.config.get("graph") or {}).get("kind", "mobile_agent_v3")
+    kind = (r.config.get("graph") or {}).get("kind", DEFAULT_GRAPH)
     console.print(f"graph:   {kind}" + (f" (steps by {' → '.join(played)})" if len(played) > 1 else ""))
     t = r.timings
     console.print(

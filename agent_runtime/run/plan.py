@@ -21,6 +21,7 @@ from agent_runtime.resume import Totals, carried_totals, check_checkpoint, resto
 from agent_runtime.run.checking import check_notice, new_run_check, resumed_run_check
 from agent_runtime.run.request import NewRun, ResumeRun
 from agent_runtime.runlock import RunLock
+from agent_runtime.specs import DEFAULT_GRAPH
 from agent_runtime.traces import RunRecord, Verification, find_run, load_run, new_run_id
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ def _resumed(run_dir: Path, request: ResumeRun, config: RuntimeConfig) -> Plan:
     if request.reply is not None and values.get("request") is not None:
         # A reply the request does not accept is refused now: the run stays waiting.
         as_reply(request.reply).check(InputRequest.model_validate(values["request"]))
-    kind = (previous.config.get("graph") or {}).get("kind", "mobile_agent_v3")
+    kind = (previous.config.get("graph") or {}).get("kind", DEFAULT_GRAPH)
     if kind not in GRAPH_KINDS:
         raise TraceError(f"run {previous.run_id} was played by an unknown graph kind {kind!r}")
     dev, owned = open_device(request.device, config, previous.device.get("spec"))

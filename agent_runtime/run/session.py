@@ -267,9 +267,12 @@ class RunSession:
             return fresh()
         if "execute" in snapshot.next:
             # Back to the node before the acting one: the Manager's plan, or (other kinds) ``advance``.
-            team = snapshot.values.get("graph", "mobile_agent_v3") == "mobile_agent_v3"
-            self.app.update_state(self.graph_config, {"pending": None}, as_node="plan" if team else "advance")
-            who = "the Worker" if team else "the agent"
+            from agent_runtime.specs import DEFAULT_GRAPH, graph_spec
+
+            planned = graph_spec(snapshot.values.get("graph", DEFAULT_GRAPH)).planned
+            before = "plan" if planned else "advance"
+            self.app.update_state(self.graph_config, {"pending": None}, as_node=before)
+            who = "the Worker" if planned else "the agent"
             yield Notice(message=f"resumed before the interrupted action; {who} decides again")
         else:
             yield Notice(message=f"resuming at {', '.join(snapshot.next) or 'the end'}")
