@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 #: The learning table's templates (docs/training.md): the documented default size.
-DEFAULT_TASKS = "re:^(ClockDeleteAlarm|ContactsEditPhone|MessagesReply|SettingsReachPage|ShopBuy)$"
+DEFAULT_TASKS = "re:^(ClockDeleteAlarm|ClockToggleAlarm|ContactsEditPhone|MessagesReply|SettingsReachPage)$"
 #: The issue's target for one iteration on 2 CPU cores, in minutes.
 TARGET_MIN = 20.0
 
@@ -136,10 +136,11 @@ def cost_report(out: Path) -> dict[str, Any]:
 
 # -- --sft-sweep: the measurement behind evolve's SFT defaults -------------------------------------
 
-#: (name, lr, batch, warm-up, replay ratio): the regime issue 33 measured, then the new defaults
-#: without and with replay.
+#: (name, lr, batch, warm-up, replay ratio): the regime issue 33 measured and the new defaults,
+#: each without and with replay.
 SWEEP = (
     ("old: lr 1e-4, batch 4, no warm-up, no replay", 1e-4, 4, 0.0, 0.0),
+    ("old: lr 1e-4, batch 4, no warm-up, replay 1", 1e-4, 4, 0.0, 1.0),
     ("lr 2e-5, batch 8, warm-up 10 %, no replay", 2e-5, 8, 0.1, 0.0),
     ("lr 2e-5, batch 8, warm-up 10 %, replay 1", 2e-5, 8, 0.1, 1.0),
 )
@@ -171,10 +172,16 @@ def completion_scores(model_ref: str, rows: Any) -> dict[str, float]:
     return {"loss": round(statistics.fmean(losses), 4), "exact": round(right / len(losses), 3)}
 
 
-def sft_sweep(work: Path, *, tasks: str, episodes: int, max_samples: int, probe_rows: int) -> dict[str, Any]:
-    """Continue the demo adapter on oracle rows of ``tasks`` under each :data:`SWEEP` regime;
-    score the start and each result on unseen instances of ``tasks`` (``new``: what the stage
-    should add) and of the other train templates (``old``: what it should not forget)."""
+def sft_sweep(
+    work: Path, *, tasks: str, episodes: int, max_samples: int, probe_rows: int, new_runs: Path | None = None
+) -> dict[str, Any]:
+    """Continue the demo adapter on rows of ``tasks`` under each :data:`SWEEP` regime; score the
+    start and each result on unseen instances of ``tasks`` (``new``: what the stage should add)
+    and of the other train templates (``old``: what it should not forget).
+
+    The rows are oracle demonstrations, or with ``new_runs`` the runs an ``evolve`` iteration
+    trained on (``OUT/iter_0001/data``: its rollouts and corrections), the data the loop really
+    continues the adapter on."""
     import random
 
     from agent_runtime.demo_model import MODEL_REF
@@ -193,9 +200,12 @@ def sft_sweep(work: Path, *, tasks: str, episodes: int, max_samples: int, probe_
         "probe_new": DemoOptions(tasks=tasks, seed=3000, prompts="compact"),
         "probe_old": DemoOptions(tasks=others, exclude_heldout=True, seed=4000, prompts="compact"),
     }
+    if new_runs is not None:
+        del demos["new"]
     for name, options in demos.items():
         if not (work / name).is_dir():
             write_demos(options, work / name)
+    new = new_runs if new_runs is not None else work / "new"
 
     def probe(name: str) -> Any:
         samples = collect_samples(work / name, ["manager", "worker"]).samples
@@ -213,7 +223,7 @@ def sft_sweep(work: Path, *, tasks: str, episodes: int, max_samples: int, probe_
             gradient_accumulation_steps=batch, warmup_ratio=warmup, max_steps=-1, progress=False,
         )  # fmt: skip
         data = DataOptions(
-            runs_dir=work / "new", max_samples=max_samples, replay_dir=work / "pool", replay_ratio=ratio,
+            runs_dir=new, max_samples=max_samples, replay_dir=work / "pool", replay_ratio=ratio,
             overwrite=True,
         )  # fmt: skip
         manifest = distill("sft", config, data)
@@ -227,7 +237,7 @@ def sft_sweep(work: Path, *, tasks: str, episodes: int, max_samples: int, probe_
                 **scores,
             }
         )
-    return {"probe_rows": probe_rows, "start": start, "results": results}
+    return {"probe_rows": probe_rows, "new_rows": str(new), "start": start, "results": results}
 
 
 def replay_toy(work: Path, *, ratios: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0)) -> dict[str, Any]:
@@ -323,6 +333,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--probe-rows", type=int, default=12, help="--sft-sweep: rows per probe set")
     parser.add_argument(
+        "--sweep-runs", type=Path, default=None, metavar="DIR",
+        help="--sft-sweep: train on these runs (an evolve iteration's data) instead of oracle demos",
+    )  # fmt: skip
+    parser.add_argument(
         "--replay-toy", type=Path, default=None, metavar="WORKDIR", help="forgetting with the tiny LM (docs)"
     )
     args = parser.parse_args(argv)
@@ -335,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.redirect_stdout(sys.stderr):
             sweep = sft_sweep(
                 args.sft_sweep, tasks=args.tasks, episodes=args.train_episodes,
-                max_samples=args.max_samples, probe_rows=args.probe_rows,
+                max_samples=args.max_samples, probe_rows=args.probe_rows, new_runs=args.sweep_runs,
             )  # fmt: skip
         print(json.dumps(sweep, indent=2))
         return 0

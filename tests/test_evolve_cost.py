@@ -109,3 +109,14 @@ def test_the_benchmark_runs_one_small_iteration_and_prints_one_json_object(
     assert report["iteration_s"] == pytest.approx(sum(report["stages"].values()), abs=0.1)
     assert report["rollouts"]["episodes"] == 1 and report["eval"]["episodes"] == 2
     assert report["rollouts"]["prompt_tokens_mean"] > 0 and report["sft"]["steps"] == 2
+
+
+def test_the_documented_size_has_five_templates_evolve_trains_on() -> None:
+    """The learning table's templates (the documented size) must all be trainable: a
+    template-held-out one is dropped by evolve, and the gate needs five to ever promote."""
+    from agent_runtime.simphone.tasks import select
+    from agent_runtime.simphone.tasks.registry import TEMPLATE_HELDOUT
+
+    chosen = select(evolve_cost.DEFAULT_TASKS)
+    assert len(chosen) == 5
+    assert not set(chosen) & set(TEMPLATE_HELDOUT)
