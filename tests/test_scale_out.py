@@ -254,3 +254,29 @@ def test_local_rollouts_play_on_the_local_backend_in_request_order() -> None:
     ]
     assert isinstance(runner.backend, LocalBackend)
     assert worker.threads and all(t.startswith("episode") for t in worker.threads)  # the backend's pool
+
+
+@pytest.mark.parametrize("form", ["127.0.0.1:{port}", "ray://127.0.0.1:{port}", "localhost:{port}"])
+def test_a_cluster_address_nothing_listens_on_fails_fast_with_a_hint(form: str) -> None:
+    """``ray.init`` retries such an address for minutes; connect says so at once, before it."""
+    import socket
+
+    from agent_runtime.errors import ClusterError
+    from agent_runtime.execution.ray_backend import connect
+
+    class NeverCalled:  # the real ray.init must not be reached
+        def is_initialized(self) -> bool:
+            return False
+
+        def init(self, **_: Any) -> None:
+            raise AssertionError("ray.init was called")
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens on it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    address = form.format(port=port)
+    started = time.monotonic()
+    with pytest.raises(ClusterError, match="cannot reach the Ray cluster") as caught:
+        connect(NeverCalled(), address, workers=1)
+    assert time.monotonic() - started < 5
+    assert "--ray local" in (caught.value.hint or "")

@@ -352,6 +352,31 @@ def _pool_of(device: str) -> str:
     return SIMPHONE_POOL if shareable(device) else device
 
 
+#: Seconds a cluster address gets to accept a TCP connection before ``connect`` gives up.
+REACH_TIMEOUT_S = 5.0
+
+
+def _check_reachable(address: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
+    """Fail fast on a ``HOST:PORT`` or ``ray://HOST:PORT`` nothing listens on: ``ray.init`` keeps
+    retrying such an address for minutes before it says anything."""
+    import socket
+
+    match = re.fullmatch(r"(?:ray://)?\[?([^\]/]+?)\]?:(\d+)/?", address.strip())
+    if address in ("local", "auto") or match is None:
+        return
+    host, port = match.group(1), int(match.group(2))
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return
+    except OSError as exc:
+        why = "nothing answered" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise ClusterError(
+            f"cannot reach the Ray cluster at {address!r}: {why} within {timeout_s:g} s",
+            hint="start one (ray start --head), check the address (HOST:PORT, ray://HOST:10001 or "
+            "auto), or use --ray local",
+        ) from None
+
+
 def connect(ray: Any, address: str, workers: int) -> bool:
     """Join (or, for ``local``, start) the cluster; True when this call made the connection.
 
@@ -361,6 +386,7 @@ def connect(ray: Any, address: str, workers: int) -> bool:
     if not address.strip():
         raise ConfigError("--ray needs local, auto or a cluster address", hint="e.g. --ray auto")
     options: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+    _check_reachable(address)
     try:
         if address == "local":
             ray.init(
