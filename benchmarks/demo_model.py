@@ -377,10 +377,12 @@ def phase(name: str, args: argparse.Namespace) -> dict[str, Any]:
         from agent_runtime.demo_model import BASE
         from agent_runtime.models.transformers_chat import shared_engine
 
-        shared_engine(BASE)
+        engine = shared_engine(BASE)
+        if name == "no_lookup":
+            engine.lookup_tokens = 0  # read when the batcher starts, at the first call
     prompts = _worker_prompts(max(args.prompts, max(args.batches)))
     out: dict[str, Any] = {"single": _single_stream(prompts[: args.prompts], args.max_tokens)}
-    batches = [b for b in args.batches if name == "batched" or b <= args.today_max_batch]
+    batches = [b for b in args.batches if name != "today" or b <= args.today_max_batch]
     out["aggregate"] = {str(b): _aggregate(prompts, b, args.max_tokens) for b in batches}
     if args.steps > 0:
         out.update(runtime_steps(MODEL_REF, args.max_tokens, args.steps))
@@ -388,7 +390,7 @@ def phase(name: str, args: argparse.Namespace) -> dict[str, Any]:
         out["readme_task"] = _readme_task(args.readme_task)
     if args.eval_workers > 0:
         out["eval_1"] = _eval_rate(1, args.max_tokens)
-        if name == "batched":
+        if name != "today":
             out[f"eval_{args.eval_workers}"] = _eval_rate(args.eval_workers, args.max_tokens)
     out["peak_rss_mb"] = _peak_rss_mb()
     engine = _engine()
@@ -403,7 +405,7 @@ def side_by_side(args: argparse.Namespace) -> dict[str, Any]:
     import subprocess
 
     report: dict[str, Any] = {"model": MODEL_REF, "threads": args.threads, "max_tokens": args.max_tokens}
-    for name in ("today", "batched"):
+    for name in ("today", *(("no_lookup",) if args.lookup_baseline else ()), "batched"):
         cmd = [sys.executable, __file__, "--phase", name, *_passthrough(args)]
         print(f"measuring {name} …", file=sys.stderr, flush=True)
         done = subprocess.run(cmd, check=False, capture_output=True, text=True)
@@ -439,9 +441,34 @@ def side_by_side(args: argparse.Namespace) -> dict[str, Any]:
             new[key]["episodes_per_hour"], today["eval_1"]["episodes_per_hour"]
         )
     report["ratio"] = ratio
-    for side in (today, new):
+    if "no_lookup" in report:
+        report["lookup_ratio"] = _lookup_ratio(report["no_lookup"], new)
+        report["no_lookup"].pop("cpu")
+    for side in (today, new, *([report["no_lookup"]] if "no_lookup" in report else [])):
         side["single"].pop("replies")
     return report
+
+
+def _lookup_ratio(off: dict[str, Any], on: dict[str, Any]) -> dict[str, Any]:
+    """The engine with lookup decoding over the same engine without it (same run): speed-ups,
+    and how many greedy replies are identical (all should be)."""
+    same = sum(a == b for a, b in zip(off["single"]["replies"], on["single"]["replies"], strict=True))
+    ratio: dict[str, Any] = {
+        key: _ratio(on["single"][key], off["single"][key])
+        for key in ("call_tokens_per_s", "decode_tokens_per_s")
+    }
+    ratio["identical_greedy_replies"] = f"{same}/{len(off['single']['replies'])}"
+    for b, fig in on["aggregate"].items():
+        if b in off["aggregate"]:
+            ratio[f"aggregate_{b}"] = _ratio(fig["tokens_per_s"], off["aggregate"][b]["tokens_per_s"])
+    if off.get("step_s") and on.get("step_s"):
+        ratio["step_s"] = _ratio(off["step_s"], on["step_s"])
+    if "readme_task" in off and "readme_task" in on:
+        ratio["readme_task_s"] = _ratio(off["readme_task"]["run_s"], on["readme_task"]["run_s"])
+    for key in (k for k in on if k.startswith("eval_") and k in off):
+        rate = "episodes_per_hour"
+        ratio[f"{key}_{rate}"] = _ratio(on[key][rate], off[key][rate])
+    return ratio
 
 
 def _describe_cpu(cpu: dict[str, Any]) -> str:
@@ -482,7 +509,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seed", type=int, default=0, help="seed of the accuracy draw")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--phase", choices=["today", "batched"], help="measure one path only (internal)")
+    parser.add_argument(
+        "--phase", choices=["today", "no_lookup", "batched"], help="measure one path only (internal)"
+    )
+    parser.add_argument(
+        "--no-lookup-baseline",
+        dest="lookup_baseline",
+        action="store_false",
+        help="skip the engine without lookup decoding (measured by default, between the two paths)",
+    )
     parser.add_argument("--single", action="store_true", help="the old single-path figures (--iterations …)")
     parser.add_argument("--prompts", type=int, default=4, help="Worker prompts for single-stream figures")
     parser.add_argument(

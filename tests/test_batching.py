@@ -368,3 +368,44 @@ def test_the_cache_stays_within_its_bound_and_changes_no_reply(tiny_lm_dir):
     assert _concurrently(greedy, asks) == want
     assert batcher.decoder.cache.bytes_for(0, 0) <= four_rows  # dropped when idle, then grown within bound
     engine.close()
+
+
+def test_lookup_decoding_changes_no_reply_and_saves_forwards(tiny_lm_dir):
+    """A greedy request decoded alone checks drafts of several tokens per forward and keeps the
+    tokens the model picks up to the first wrong guess: token ids, finish reasons and log-probs are
+    those of ``generate`` (and of the engine without lookup), in fewer forwards than tokens —
+    with right drafts, and with drafts whose second token is always wrong."""
+    from agent_runtime.models.lookup import Drafts, NgramIndex
+
+    class SecondWrong(Drafts):
+        def draft(self, own: NgramIndex, k: int) -> list[int]:
+            guess = super().draft(own, k)
+            return guess[:1] + [(guess[1] + 1) % 50] + guess[2:] if len(guess) > 1 else guess
+
+    reference = _engine(tiny_lm_dir, batching=False)
+    asks = [(p, 48) for p in PROMPTS] + [(PROMPTS[0], 3), (" ".join(PROMPTS * 3), 40)]
+    want = [reference.chat(_request(p, max_tokens=n, return_token_ids=True)).choices[0] for p, n in asks]
+    plain = _engine(tiny_lm_dir, lookup_tokens=0)
+    engines = [_engine(tiny_lm_dir, lookup_tokens=4), _engine(tiny_lm_dir, lookup_tokens=4)]
+    for engine in engines:
+        engine.chat(_request("warm up", max_tokens=1))  # starts the batcher
+    engines[1]._batcher._drafts = SecondWrong()
+    for _ in range(2):  # the second round also drafts from the first round's replies
+        for (prompt, n), choice in zip(asks, want, strict=True):
+            ask = _request(prompt, max_tokens=n, return_token_ids=True, logprobs=True)
+            off = plain.chat(ask).choices[0]
+            assert off.token_ids == choice.token_ids
+            for engine in engines:
+                got = engine.chat(ask).choices[0]
+                assert got.token_ids == choice.token_ids
+                assert got.finish_reason == choice.finish_reason
+                got_lp = [t.logprob for t in got.logprobs.content]
+                assert got_lp == pytest.approx([t.logprob for t in off.logprobs.content], abs=1e-4)
+    right, wrong = (e._batcher.stats for e in engines)
+    assert right["accepted_tokens"] > 0, right
+    assert wrong["accepted_tokens"] < wrong["drafted_tokens"], wrong  # the wrong guesses were refused
+    for stats in (right, wrong):
+        assert stats["decode_steps"] + stats["accepted_tokens"] == stats["decoded_tokens"], stats
+    assert plain._batcher.stats["drafted_tokens"] == 0
+    for engine in (*engines, plain):
+        engine.close()

@@ -103,6 +103,15 @@ MaxCacheOpt = Annotated[
         "(default: 640 on the CPU, no bound on a GPU).",
     ),
 ]
+LookupOpt = Annotated[
+    int,
+    typer.Option(
+        "--lookup-tokens",
+        min=0,
+        help="Tokens a greedy request decoded alone guesses per forward from text it has seen "
+        "(lookup decoding; the reply is unchanged); 0 turns it off.",
+    ),
+]
 LogLevelOpt = Annotated[str, typer.Option("--log-level", help="uvicorn log level.")]
 
 
@@ -125,6 +134,7 @@ def register(app: typer.Typer) -> None:
         precision: PrecisionOpt = "exact",
         max_batch: MaxBatchOpt = 16,
         max_cache_mb: MaxCacheOpt = None,
+        lookup_tokens: LookupOpt = 4,
         log_level: LogLevelOpt = "warning",
     ) -> None:
         """Serve a local model over the OpenAI chat-completions API (+ vLLM's LoRA endpoints)."""
@@ -159,6 +169,7 @@ def register(app: typer.Typer) -> None:
             precision="fast" if precision == "fast" else "exact",
             max_batch=max_batch,
             max_cache_mb=max_cache_mb,
+            lookup_tokens=lookup_tokens,
         )
         if max_model_len is not None:
             engine.context_length = max_model_len

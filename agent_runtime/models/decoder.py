@@ -513,9 +513,12 @@ class SlotDecoder:
     # ..... prefill and decode
 
     @torch.inference_mode()
-    def prefill(self, row: int, ids: list[int], start: int, adapter: str | None) -> torch.Tensor:
+    def prefill(
+        self, row: int, ids: list[int], start: int, adapter: str | None, *, every: bool = False
+    ) -> torch.Tensor:
         """Write positions ``start ..`` of ``ids`` into ``row`` (positions before ``start`` are
-        already there: a shared prefix) and return the logits after the last token (vocab,)."""
+        already there: a shared prefix) and return the logits after the last token (vocab,), or
+        with ``every`` after each written token (len(ids) - start, vocab): a draft's check."""
         self.prepare(adapter)
         new = torch.tensor(ids[start:], dtype=torch.long, device=self.device)
         n, total = new.shape[0], len(ids)
@@ -545,7 +548,7 @@ class SlotDecoder:
                 enable_gqa=self.group > 1,
             )  # (1, H, n, d)
             x = self._finish_layer(i, x, out[0].transpose(0, 1).reshape(n, -1).to(x.dtype), adapter)
-        return self._logits(x[-1:])[0]
+        return self._logits(x) if every else self._logits(x[-1:])[0]
 
     @torch.inference_mode()
     def decode(self, tokens: list[int], lengths: list[int], adapter: str | None) -> torch.Tensor:

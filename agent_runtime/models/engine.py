@@ -157,6 +157,7 @@ class TransformersEngine:
         batching: bool = True,
         max_batch: int | None = None,
         max_cache_mb: float | None = None,
+        lookup_tokens: int | None = None,
         formats: KernelFormats | None = None,
     ) -> None:
         ref = ModelRef.parse(path)
@@ -167,6 +168,9 @@ class TransformersEngine:
         #: The batched key/value cache's bound in MiB; None: the CPU's default
         #: (:data:`~agent_runtime.models.batching.DEFAULT_CPU_CACHE_MB`), no bound on a GPU.
         self.max_cache_mb = max_cache_mb
+        #: Lookup decoding's draft tokens per forward; None: the batcher's default
+        #: (:data:`~agent_runtime.models.batching.DEFAULT_LOOKUP`), 0: off.
+        self.lookup_tokens = lookup_tokens
         self.path = resolve_model_dir(ref)
         if not self.path.is_dir():
             raise ModelError(
@@ -356,7 +360,12 @@ class TransformersEngine:
         with self._lock:
             if self._batcher is not None and self._batched_model is self.model:
                 return self._batcher
-            from agent_runtime.models.batching import DEFAULT_CPU_CACHE_MB, DEFAULT_MAX_BATCH, Batcher
+            from agent_runtime.models.batching import (
+                DEFAULT_CPU_CACHE_MB,
+                DEFAULT_LOOKUP,
+                DEFAULT_MAX_BATCH,
+                Batcher,
+            )
             from agent_runtime.models.decoder import SlotDecoder, supports
 
             if supports(self.model) is not None:
@@ -374,6 +383,7 @@ class TransformersEngine:
                 max_cache_mb=self.max_cache_mb
                 or (DEFAULT_CPU_CACHE_MB if self.model.device.type == "cpu" else None),
                 context_length=self.context_length,
+                lookup=DEFAULT_LOOKUP if self.lookup_tokens is None else self.lookup_tokens,
                 name=self.served_name,
             )
             self._batched_model = self.model
