@@ -416,25 +416,11 @@ def side_by_side(args: argparse.Namespace) -> dict[str, Any]:
     report["cpu"] = new.pop("cpu")
     today.pop("cpu")
     print(_describe_cpu(report["cpu"]), file=sys.stderr, flush=True)
-    same = sum(a == b for a, b in zip(today["single"]["replies"], new["single"]["replies"], strict=True))
-    ratio: dict[str, Any] = {
-        "call_tokens_per_s": _ratio(new["single"]["call_tokens_per_s"], today["single"]["call_tokens_per_s"]),
-        "decode_tokens_per_s": _ratio(
-            new["single"]["decode_tokens_per_s"], today["single"]["decode_tokens_per_s"]
-        ),
-        "prefill_s": _ratio(today["single"]["prefill_s"], new["single"]["prefill_s"]),
-        "identical_greedy_replies": f"{same}/{len(today['single']['replies'])}",
-    }
+    ratio = _speedups(today, new)
+    ratio["prefill_s"] = _ratio(today["single"]["prefill_s"], new["single"]["prefill_s"])
     agg = new["aggregate"]
     if "8" in agg and "1" in agg:
         ratio["batch8_over_batch1"] = _ratio(agg["8"]["tokens_per_s"], agg["1"]["tokens_per_s"])
-    for b, fig in agg.items():
-        if b in today["aggregate"]:
-            ratio[f"aggregate_{b}"] = _ratio(fig["tokens_per_s"], today["aggregate"][b]["tokens_per_s"])
-    if today.get("step_s") and new.get("step_s"):
-        ratio["step_s"] = _ratio(today["step_s"], new["step_s"])
-    if "readme_task" in today and "readme_task" in new:
-        ratio["readme_task_s"] = _ratio(today["readme_task"]["run_s"], new["readme_task"]["run_s"])
     if "eval_1" in today:
         key = f"eval_{args.eval_workers}"
         ratio["eval_episodes_per_hour"] = _ratio(
@@ -449,24 +435,31 @@ def side_by_side(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
-def _lookup_ratio(off: dict[str, Any], on: dict[str, Any]) -> dict[str, Any]:
-    """The engine with lookup decoding over the same engine without it (same run): speed-ups,
-    and how many greedy replies are identical (all should be)."""
-    same = sum(a == b for a, b in zip(off["single"]["replies"], on["single"]["replies"], strict=True))
+def _speedups(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` over ``base`` (two phases of one run): tokens/s as ratios, seconds turned into
+    speed-ups, and how many greedy replies are identical."""
+    same = sum(a == b for a, b in zip(base["single"]["replies"], new["single"]["replies"], strict=True))
     ratio: dict[str, Any] = {
-        key: _ratio(on["single"][key], off["single"][key])
+        key: _ratio(new["single"][key], base["single"][key])
         for key in ("call_tokens_per_s", "decode_tokens_per_s")
     }
-    ratio["identical_greedy_replies"] = f"{same}/{len(off['single']['replies'])}"
-    for b, fig in on["aggregate"].items():
-        if b in off["aggregate"]:
-            ratio[f"aggregate_{b}"] = _ratio(fig["tokens_per_s"], off["aggregate"][b]["tokens_per_s"])
-    if off.get("step_s") and on.get("step_s"):
-        ratio["step_s"] = _ratio(off["step_s"], on["step_s"])
-    if "readme_task" in off and "readme_task" in on:
-        ratio["readme_task_s"] = _ratio(off["readme_task"]["run_s"], on["readme_task"]["run_s"])
+    ratio["identical_greedy_replies"] = f"{same}/{len(base['single']['replies'])}"
+    for b, fig in new["aggregate"].items():
+        if b in base["aggregate"]:
+            ratio[f"aggregate_{b}"] = _ratio(fig["tokens_per_s"], base["aggregate"][b]["tokens_per_s"])
+    if base.get("step_s") and new.get("step_s"):
+        ratio["step_s"] = _ratio(base["step_s"], new["step_s"])
+    if "readme_task" in base and "readme_task" in new:
+        ratio["readme_task_s"] = _ratio(base["readme_task"]["run_s"], new["readme_task"]["run_s"])
+    return ratio
+
+
+def _lookup_ratio(off: dict[str, Any], on: dict[str, Any]) -> dict[str, Any]:
+    """The engine with lookup decoding over the same engine without it (same run): its
+    :func:`_speedups` and ``eval`` at each concurrency both measured."""
+    ratio = _speedups(off, on)
+    rate = "episodes_per_hour"
     for key in (k for k in on if k.startswith("eval_") and k in off):
-        rate = "episodes_per_hour"
         ratio[f"{key}_{rate}"] = _ratio(on[key][rate], off[key][rate])
     return ratio
 

@@ -409,3 +409,33 @@ def test_lookup_decoding_changes_no_reply_and_saves_forwards(tiny_lm_dir):
     assert plain._batcher.stats["drafted_tokens"] == 0
     for engine in (*engines, plain):
         engine.close()
+
+
+def test_cancel_stops_a_request_decoded_alone_with_lookup(tiny_lm_dir):
+    """The lookup steps of a lone greedy request are cancelled like any other step."""
+    from agent_runtime.models.cancel import RunCancelled, cancel_scope
+
+    engine = _engine(tiny_lm_dir, lookup_tokens=4)
+    cancel = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def alone() -> None:
+        with cancel_scope(cancel):
+            try:
+                engine.chat(_request(PROMPTS[0], max_tokens=3000))  # greedy: repeats, never ends
+                outcome["a"] = "finished"
+            except RunCancelled:
+                outcome["a"] = "cancelled"
+
+    worker = threading.Thread(target=alone)
+    worker.start()
+    deadline = time.monotonic() + 30
+    while engine._batcher is None or engine._batcher.stats["accepted_tokens"] == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    cancel.set()
+    worker.join(timeout=30)
+    assert outcome == {"a": "cancelled"}
+    assert engine._batcher.stats["decoded_tokens"] < 2999  # stopped well before max_tokens
+    assert engine.chat(_request(PROMPTS[2])).choices[0].finish_reason in ("stop", "length")
+    engine.close()

@@ -245,9 +245,15 @@ def test_cancel_from_another_thread_ends_the_run_interrupted_then_resume(tmp_pat
 
 def child_main() -> None:
     """The CLI, with a marker file written each time the in-process engine starts answering
-    (``INTERRUPT_MARK``): the test's cue that generation is under way. Nothing else changes."""
+    (``INTERRUPT_MARK``): the test's cue that generation is under way. Lookup decoding is off: the
+    tiny random LM repeats itself, so with it the Manager's 2,200 tokens take ~2 s, not ~10, and
+    can end before the signal comes (a lookup step is one forward, cancelled like any other).
+    Nothing else changes."""
     from agent_runtime.cli import main
+    from agent_runtime.models import batching
     from agent_runtime.models.engine import TransformersEngine
+
+    batching.DEFAULT_LOOKUP = 0
 
     chat = TransformersEngine.chat
     mark = Path(os.environ["INTERRUPT_MARK"])

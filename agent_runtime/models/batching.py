@@ -20,9 +20,10 @@ A greedy sequence decoded alone takes several tokens per forward where it can (l
 occurred before — in its own prompt and reply or in a recent reply — are fed with its last token
 in one forward, and the tokens the model picks at each place are kept up to the first that differs
 from the guess. The reply is the one token-by-token decoding gives; a forward of a few tokens costs
-about what one costs (decode reads the weights once either way), so every right guess is a forward
-saved. Alone only: beside other sequences each extra place costs almost a sequence's share of the
-forward on a CPU, more than the guesses save.
+far less than that many forwards (the weights are read once: 1.57× one token's for a 4-token draft
+on 2 CPU cores), so a draft pays once about two of its tokens are right. Alone only: beside other
+sequences each extra place costs almost a sequence's share of the forward on a CPU, more than the
+guesses save.
 
 Sequences of one batch share the active LoRA adapter: a request for another adapter waits until
 the batch drains (the engine's adapter switch is global to the model).
