@@ -131,7 +131,12 @@ def test_eval_with_episodes_in_worker_threads_stops_at_once(tmp_path, sig):
 
 
 def _serve(tmp_path: Path, model: Path) -> tuple[subprocess.Popen[str], str]:
-    child = cli(tmp_path, "serve", "--model", str(model), "--port", "0", "--threads", "1", "--max-batch", "1")
+    # --lookup-tokens 0: the tiny random LM repeats itself, which lookup decoding would run through
+    # several times faster, ending generations before the signal comes.
+    child = cli(
+        tmp_path, "serve", "--model", str(model), "--port", "0", "--threads", "1", "--max-batch", "1",
+        "--lookup-tokens", "0",
+    )  # fmt: skip
     lines: queue.Queue[str] = queue.Queue()
 
     def pump() -> None:
