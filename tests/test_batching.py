@@ -222,23 +222,29 @@ def test_max_tokens_stop_strings_and_top_k(tiny_lm_dir):
     engine.close()
 
 
-def test_cancel_ends_one_request_and_the_batch_goes_on(tiny_lm_dir):
+def _endless_in_thread(engine: Any, cancel: threading.Event, outcome: dict[str, Any]) -> threading.Thread:
+    """A greedy request that would run to 3,000 tokens (the tiny LM repeats itself, never ends),
+    under ``cancel``, on its own thread; ``outcome["a"]`` says how it ended."""
     from agent_runtime.models.cancel import RunCancelled, cancel_scope
 
-    engine = _engine(tiny_lm_dir)
-    cancel = threading.Event()
-    outcome: dict[str, Any] = {}
-
-    def cancelled() -> None:
+    def endless() -> None:
         with cancel_scope(cancel):
             try:
-                engine.chat(_request(PROMPTS[0], max_tokens=3000))  # greedy: repeats, never ends
+                engine.chat(_request(PROMPTS[0], max_tokens=3000))
                 outcome["a"] = "finished"
             except RunCancelled:
                 outcome["a"] = "cancelled"
 
-    worker = threading.Thread(target=cancelled)
+    worker = threading.Thread(target=endless)
     worker.start()
+    return worker
+
+
+def test_cancel_ends_one_request_and_the_batch_goes_on(tiny_lm_dir):
+    engine = _engine(tiny_lm_dir)
+    cancel = threading.Event()
+    outcome: dict[str, Any] = {}
+    worker = _endless_in_thread(engine, cancel, outcome)
     time.sleep(0.3)
     other = engine.chat(_request(PROMPTS[1], return_token_ids=True))
     cancel.set()
@@ -413,22 +419,10 @@ def test_lookup_decoding_changes_no_reply_and_saves_forwards(tiny_lm_dir):
 
 def test_cancel_stops_a_request_decoded_alone_with_lookup(tiny_lm_dir):
     """The lookup steps of a lone greedy request are cancelled like any other step."""
-    from agent_runtime.models.cancel import RunCancelled, cancel_scope
-
     engine = _engine(tiny_lm_dir, lookup_tokens=4)
     cancel = threading.Event()
     outcome: dict[str, Any] = {}
-
-    def alone() -> None:
-        with cancel_scope(cancel):
-            try:
-                engine.chat(_request(PROMPTS[0], max_tokens=3000))  # greedy: repeats, never ends
-                outcome["a"] = "finished"
-            except RunCancelled:
-                outcome["a"] = "cancelled"
-
-    worker = threading.Thread(target=alone)
-    worker.start()
+    worker = _endless_in_thread(engine, cancel, outcome)
     deadline = time.monotonic() + 30
     while engine._batcher is None or engine._batcher.stats["accepted_tokens"] == 0:
         assert time.monotonic() < deadline
