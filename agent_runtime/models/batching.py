@@ -74,7 +74,8 @@ SPARE_ROWS = 4
 #: tokens/s (docs/inference.md), for a peak RSS under 2 GB.
 DEFAULT_CPU_CACHE_MB = 640
 #: Draft tokens a greedy sequence decoded alone checks per forward (module docstring); 0: none.
-#: Replayed over the 275 role calls of a recorded 25-episode eval of the demo model, with the
+#: Replayed over the 275 role calls of a recorded 25-episode eval of the demo model (evolve's
+#: selection instances: it changes no reply, so no success rate depends on that choice), with the
 #: measured cost of a forward by its rows, drafts of 2 / 3 / 4 / 6 tokens cut decode time 1.66 /
 #: 1.76 / 1.82 / 1.88×: past 4 the gain is small and a wrong guess costs more (docs/inference.md).
 DEFAULT_LOOKUP = 4
