@@ -104,12 +104,12 @@ MaxCacheOpt = Annotated[
     ),
 ]
 LookupOpt = Annotated[
-    int,
+    int | None,
     typer.Option(
         "--lookup-tokens",
         min=0,
         help="Tokens a greedy request decoded alone guesses per forward from text it has seen "
-        "(lookup decoding; the reply is unchanged); 0 turns it off.",
+        "(lookup decoding; the reply is unchanged; default: 4); 0 turns it off.",
     ),
 ]
 LogLevelOpt = Annotated[str, typer.Option("--log-level", help="uvicorn log level.")]
@@ -134,7 +134,7 @@ def register(app: typer.Typer) -> None:
         precision: PrecisionOpt = "exact",
         max_batch: MaxBatchOpt = 16,
         max_cache_mb: MaxCacheOpt = None,
-        lookup_tokens: LookupOpt = 4,
+        lookup_tokens: LookupOpt = None,
         log_level: LogLevelOpt = "warning",
     ) -> None:
         """Serve a local model over the OpenAI chat-completions API (+ vLLM's LoRA endpoints)."""

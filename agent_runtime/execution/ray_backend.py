@@ -362,7 +362,7 @@ def _check_reachable(address: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
     import socket
 
     match = re.fullmatch(r"(?:ray://)?\[?([^\]/]+?)\]?:(\d+)/?", address.strip())
-    if address in ("local", "auto") or match is None:
+    if match is None:  # local, auto: nothing to reach
         return
     host, port = match.group(1), int(match.group(2))
     try:

@@ -132,6 +132,11 @@ class _Seq:
     index: NgramIndex | None = None  # prompt and reply, for lookup drafts (built when first used)
 
     @property
+    def greedy(self) -> bool:
+        """Its next token is the argmax (no generator: temperature 0)."""
+        return self.request.sampling.temperature == 0.0 or self.generator is None
+
+    @property
     def length(self) -> int:
         """Positions this sequence has in its cache row."""
         return len(self.request.prompt) + max(0, len(self.out) - 1)
@@ -405,9 +410,9 @@ class Batcher:
         """One forward over ``seq``'s last token and a lookup draft after it, keeping the tokens
         the model picks up to the first that differs from the draft (module docstring). False
         when ``seq`` samples (its tokens are not the argmax) or there is no draft."""
-        s = seq.request.sampling
-        if self.lookup <= 0 or (s.temperature != 0.0 and seq.generator is not None):
+        if self.lookup <= 0 or not seq.greedy:
             return False
+        s = seq.request.sampling
         if seq.index is None:
             seq.index = NgramIndex([*seq.request.prompt, *seq.out])
         room = s.max_tokens - len(seq.out)
@@ -457,7 +462,7 @@ class Batcher:
         if s.suppress:
             scores = scores.clone()
             scores[list(s.suppress)] = float("-inf")
-        if s.temperature == 0.0 or seq.generator is None:
+        if seq.greedy:
             token = int(torch.argmax(scores))
         else:
             scores = scores / s.temperature
